@@ -1,0 +1,105 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""The GitOps writer: objects to YAML files in a directory instead of to a cluster.
+
+Private to the collection: not a public API. One file per object, with stable names and
+stable content, written only when the content changes (atomically), so a second run reports
+no change and a GitOps repository sees no churn. Check mode computes the same diff and writes
+nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
+
+try:
+    import yaml
+except ImportError:  # PyYAML ships with ansible-core; the message is for unusual hosts.
+    yaml = None
+
+HEADER = "# Rendered by gpu_platform.cluster%s. Edit the inventory, not this file.\n"
+
+
+class _Dumper(getattr(yaml, "SafeDumper", object)):
+    """Block-style YAML that keeps key order and indents lists under their key."""
+
+    def increase_indent(self, flow=False, indentless=False):  # pylint: disable=unused-argument
+        return super().increase_indent(flow, False)
+
+
+def to_yaml(obj, source=""):
+    if yaml is None:
+        raise ToolError("PyYAML is required to render manifests. Fix: pip install PyYAML")
+    body = yaml.dump(obj, Dumper=_Dumper, default_flow_style=False, sort_keys=False, width=120,
+                     allow_unicode=True)
+    return HEADER % ((" " + source) if source else "") + "---\n" + body
+
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def _check_directory(directory):
+    if not directory:
+        raise ParamError("render_to", "is empty", "give a directory path such as build/platform")
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise ParamError("render_to", "%s exists and is not a directory" % directory,
+                         "give a directory path, or move the file away")
+
+
+def write_files(directory, files, check_mode=False):
+    """Write ``{file name: text}``; returns (changed names, diffs) with before/after per file."""
+    _check_directory(directory)
+    changed, diffs = [], []
+    for name in sorted(files):
+        path = os.path.join(directory, name)
+        before = _read(path)
+        after = files[name]
+        if before == after:
+            continue
+        changed.append(name)
+        diffs.append({"before_header": path, "after_header": path, "before": before or "", "after": after})
+        if check_mode:
+            continue
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % name)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(after)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except OSError as exc:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise ToolError("could not write %s: %s" % (path, exc))
+    return changed, diffs
+
+
+def remove_files(directory, names, check_mode=False):
+    """Remove the named files that exist; returns (removed names, diffs)."""
+    removed, diffs = [], []
+    for name in sorted(names):
+        path = os.path.join(directory, name)
+        before = _read(path)
+        if before is None:
+            continue
+        removed.append(name)
+        diffs.append({"before_header": path, "after_header": "(removed)", "before": before, "after": ""})
+        if not check_mode:
+            os.unlink(path)
+    return removed, diffs
+
+
+def write_objects(directory, objects, name_of, source="", check_mode=False):
+    """Render each object to ``name_of(obj)``; returns (changed names, diffs, every file name)."""
+    files = {name_of(obj): to_yaml(obj, source) for obj in objects}
+    changed, diffs = write_files(directory, files, check_mode)
+    return changed, diffs, sorted(files)

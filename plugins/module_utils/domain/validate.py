@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Validators for Kubernetes names, labels, versions and durations.
+
+Private to the collection: not a public API. Pure: standard library only.
+Each validator raises ParamError naming the field and the fix.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+# Semantic version 2.0.0, with the optional leading "v" that many charts use (v25.3.0).
+EXACT_VERSION = re.compile(
+    r"^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$"
+)
+DURATION_PART = re.compile(r"(\d+)(h|m|s)")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def dns_label(field, value, max_len=63):
+    """A DNS-1123 label such as a namespace name."""
+    if not isinstance(value, str) or not value:
+        raise ParamError(field, "is empty", "give a lower-case DNS-1123 name such as gpu-operator")
+    if len(value) > max_len or not DNS1123_LABEL.match(value):
+        raise ParamError(
+            field, "%r is not a valid name (lower-case letters, digits and '-', at most %d characters, "
+            "starting and ending with a letter or digit)" % (value, max_len),
+            "use a name such as gpu-operator")
+    return value
+
+
+def release_name(field, value):
+    """Helm's own rule: a DNS-1123 subdomain of at most 53 characters."""
+    if not isinstance(value, str) or not value:
+        raise ParamError(field, "is empty", "give a release name such as gpu-operator")
+    if len(value) > 53 or not DNS1123_SUBDOMAIN.match(value):
+        raise ParamError(
+            field, "%r is not a valid Helm release name (lower-case DNS-1123, at most 53 characters)" % value,
+            "use lower-case letters, digits, '-' and '.', such as gpu-operator")
+    return value
+
+
+def label_key(field, key):
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
+        raise ParamError(field, "label key %r has an invalid prefix %r" % (key, prefix),
+                         "use a DNS subdomain prefix such as pod-security.kubernetes.io/")
+    if not name or len(name) > 63 or not LABEL_NAME.match(name):
+        raise ParamError(field, "label key %r is not a valid Kubernetes label name" % key,
+                         "use at most 63 characters: letters, digits, '-', '_' and '.'")
+
+
+def labels(field, value):
+    """A dict of Kubernetes labels; values are strings (booleans are refused, not guessed)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ParamError(field, "must be a dictionary of label keys to values", "give key: value pairs")
+    out = {}
+    for key, val in value.items():
+        label_key(field, str(key))
+        if not isinstance(val, str):
+            raise ParamError(field, "the value of label %r is %r, not a string" % (key, val),
+                             "quote it, e.g. %s: \"%s\"" % (key, str(val).lower()))
+        if len(val) > 63 or not LABEL_VALUE.match(val):
+            raise ParamError(field, "label %r has an invalid value %r" % (key, val),
+                             "use at most 63 characters: letters, digits, '-', '_' and '.'")
+        out[str(key)] = val
+    return out
+
+
+def exact_version(field, value):
+    """An exact chart version: no ranges, no 'latest', no empty string."""
+    text = "" if value is None else str(value).strip()
+    if not text:
+        raise ParamError(field, "is required and empty", "pin an exact chart version such as v26.7.0")
+    if text.lower() in ("latest", "stable", "devel", "*"):
+        raise ParamError(field, "%r is not a version; every chart is pinned" % text,
+                         "pin an exact chart version such as v26.7.0")
+    if not EXACT_VERSION.match(text):
+        raise ParamError(field, "%r is not an exact version (ranges and partial versions are refused)" % text,
+                         "pin an exact semantic version such as 1.2.3, v26.7.0 or 1.0.0-rc.1")
+    return text
+
+
+def duration_seconds(field, value):
+    """Seconds from an int or a Go-style duration ("300", "5m", "1m30s")."""
+    if isinstance(value, bool):
+        raise ParamError(field, "%r is not a duration" % value, "give seconds (300) or a duration such as 5m")
+    if isinstance(value, int):
+        seconds = value
+    else:
+        text = str(value).strip()
+        if text.isdigit():
+            seconds = int(text)
+        else:
+            parts = DURATION_PART.findall(text)
+            if not parts or "".join(n + u for n, u in parts) != text:
+                raise ParamError(field, "%r is not a duration" % value, "give seconds (300) or a duration such as 5m or 1m30s")
+            seconds = sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
+    if seconds <= 0:
+        raise ParamError(field, "must be greater than zero", "give a positive duration such as 300 or 5m")
+    return seconds
+
+
+def sha256_hex(field, value):
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text.startswith("sha256:"):
+        text = text[len("sha256:"):]
+    if not SHA256.match(text):
+        raise ParamError(field, "%r is not a SHA-256 digest" % value,
+                         "give the 64 hex characters printed by sha256sum for the chart archive")
+    return text
