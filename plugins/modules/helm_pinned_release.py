@@ -239,7 +239,7 @@ objects:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils import args as shared
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.helm import Helm, kube_flags
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.helm import Helm, find_helm, kube_flags
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import helm_release
@@ -270,8 +270,7 @@ def main():
     auth = shared.kube_auth_params(module.params)
 
     def helm_factory():
-        binary = module.params["binary_path"] or module.get_bin_path("helm", required=True)
-        return Helm(binary, run=lambda argv, env: module.run_command(argv, environ_update=env or {}),
+        return Helm(find_helm(module.params["binary_path"]), run=lambda argv, env: module.run_command(argv, environ_update=env or {}),
                     kube_flags=kube_flags(**auth))
 
     try:

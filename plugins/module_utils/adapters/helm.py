@@ -11,10 +11,12 @@ subprocess in tests and benchmarks).
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ToolError
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 
 SECRET_FLAGS = ("--kube-token", "--password")
 
@@ -42,6 +44,19 @@ def redact(argv):
             continue
         out.append(arg)
     return out
+
+
+def find_helm(binary_path=None, search_path=None):
+    """The helm executable: ``binary_path`` if given, else ``helm`` on the PATH."""
+    if binary_path:
+        if os.path.isfile(binary_path) and os.access(binary_path, os.X_OK):
+            return binary_path
+        raise ParamError("binary_path", "%s is not an executable file" % binary_path,
+                         "give the path of a helm 3.x or 4.x binary, or drop binary_path to use helm on the PATH")
+    found = shutil.which("helm", path=search_path)
+    if not found:
+        raise ParamError("binary_path", "no helm on the PATH", "install helm 3.x or 4.x or set binary_path")
+    return found
 
 
 class Helm:

@@ -1,0 +1,97 @@
+"""Flux and Argo CD rendering of a pinned release (pure)."""
+import pytest
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import helm_release as d
+
+BASE = {"release_name": "gpu-operator", "release_namespace": "gpu-operator", "chart_ref": "gpu-operator",
+        "chart_repo_url": "https://helm.ngc.nvidia.com/nvidia/", "chart_version": "v26.7.0",
+        "create_namespace": True, "namespace_labels": {"pod-security.kubernetes.io/enforce": "privileged"},
+        "render_to": "/tmp/out"}
+VALUES = {"driver": {"enabled": False}}
+
+
+def request(**over):
+    req = d.build_request(dict(BASE, **over))
+    req.values = d.merge_values([], VALUES)
+    return req
+
+
+def by_kind(objects):
+    return {o["kind"]: o for o in objects}
+
+
+def test_flux_repository_chart():
+    objs = gitops.render(request())
+    assert [o["kind"] for o in objs] == ["Namespace", "HelmRepository", "HelmRelease"]
+    kinds = by_kind(objs)
+    assert kinds["Namespace"]["metadata"]["labels"] == {"pod-security.kubernetes.io/enforce": "privileged"}
+    assert kinds["HelmRepository"]["spec"]["url"] == "https://helm.ngc.nvidia.com/nvidia"
+    spec = kinds["HelmRelease"]["spec"]
+    assert spec["chart"]["spec"]["version"] == "v26.7.0"
+    assert spec["chart"]["spec"]["sourceRef"] == {"kind": "HelmRepository", "name": kinds["HelmRepository"]["metadata"]["name"]}
+    assert spec["values"] == VALUES
+    assert spec["install"]["disableWait"] is True and "remediation" not in spec["install"]
+
+
+def test_flux_wait_atomic_and_timeout():
+    spec = by_kind(gitops.render(request(wait=True, atomic=True, wait_timeout="10m")))["HelmRelease"]["spec"]
+    assert spec["timeout"] == "600s"
+    assert spec["install"]["disableWait"] is False
+    assert spec["upgrade"]["remediation"] == {"retries": 3, "strategy": "rollback"}
+
+
+def test_flux_oci_chart():
+    objs = gitops.render(request(chart_ref="oci://ghcr.io/nvidia/charts/gpu-operator", chart_repo_url=""))
+    kinds = by_kind(objs)
+    assert "HelmRepository" not in kinds
+    assert kinds["OCIRepository"]["spec"]["url"] == "oci://ghcr.io/nvidia/charts/gpu-operator"
+    assert kinds["OCIRepository"]["spec"]["ref"] == {"tag": "v26.7.0"}
+    assert kinds["HelmRelease"]["spec"]["chartRef"] == {"kind": "OCIRepository", "name": "gpu-operator"}
+    assert "chart" not in kinds["HelmRelease"]["spec"]
+
+
+def test_no_namespace_object_unless_created():
+    objs = gitops.render(request(create_namespace=False, namespace_labels=None))
+    assert "Namespace" not in by_kind(objs)
+
+
+def test_argocd_application():
+    (app,) = gitops.render(request(render_format="argocd", argocd_namespace="gitops"))
+    assert app["metadata"]["namespace"] == "gitops"
+    assert app["spec"]["source"] == {"repoURL": "https://helm.ngc.nvidia.com/nvidia", "chart": "gpu-operator",
+                                     "targetRevision": "v26.7.0",
+                                     "helm": {"releaseName": "gpu-operator", "valuesObject": VALUES}}
+    assert app["spec"]["destination"]["namespace"] == "gpu-operator"
+    assert "CreateNamespace=true" in app["spec"]["syncPolicy"]["syncOptions"]
+    assert app["spec"]["syncPolicy"]["managedNamespaceMetadata"]["labels"] == {"pod-security.kubernetes.io/enforce": "privileged"}
+
+
+def test_argocd_oci_uses_helm_oci_form():
+    (app,) = gitops.render(request(render_format="argocd", chart_ref="oci://ghcr.io/nvidia/charts/gpu-operator", chart_repo_url=""))
+    assert app["spec"]["source"]["repoURL"] == "ghcr.io/nvidia/charts"
+    assert app["spec"]["source"]["chart"] == "gpu-operator"
+
+
+def test_sha256_recorded_as_annotation():
+    digest = "b" * 64
+    release = by_kind(gitops.render(request(chart_sha256=digest)))["HelmRelease"]
+    assert release["metadata"]["annotations"] == {gitops.SHA_ANNOTATION: digest}
+
+
+@pytest.mark.parametrize("url, name", [
+    ("https://helm.ngc.nvidia.com/nvidia", "helm-ngc-nvidia-com-nvidia"),
+    ("http://127.0.0.1:8080/", "127-0-0-1-8080"),
+    ("https://" + "x" * 80 + ".example", "x" * 63),
+])
+def test_source_name_is_stable_and_valid(url, name):
+    assert gitops.source_name(url) == name
+
+
+def test_file_names_are_stable_and_cover_both_formats():
+    req = request()
+    names = {gitops.file_name(o) for o in gitops.render(req)}
+    assert names == {"namespace-gpu-operator.yaml", "helmrepository-gpu-operator-helm-ngc-nvidia-com-nvidia.yaml",
+                     "helmrelease-gpu-operator-gpu-operator.yaml"}
+    assert "helmrelease-gpu-operator-gpu-operator.yaml" in gitops.all_file_names(req)
+    assert "application-argocd-gpu-operator.yaml" in gitops.all_file_names(req)
