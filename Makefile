@@ -6,7 +6,6 @@ SHELL := /bin/bash
 PYTHON ?= python3.11
 ROOT := $(CURDIR)
 VENV := $(ROOT)/.venv
-SANITY_VENV := $(ROOT)/.venv-sanity
 TOOLS := $(ROOT)/tools
 BUILD := $(ROOT)/build
 COLL_ROOT := $(BUILD)/collections
@@ -18,7 +17,7 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export HELM_BIN := $(TOOLS)/bin/helm3
 PYTEST_ARGS ?=
 
-.PHONY: setup venv tools collection demo test lint sanity unit pytest bench clean shared-check docs-check build-artifact
+.PHONY: setup venv tools collection demo test lint sanity sanity-prep pytest bench clean shared-check
 
 setup: venv tools collection shared-check
 
@@ -51,26 +50,20 @@ lint: setup
 
 # ansible-test needs a real ansible_collections/<ns>/<name> directory (it resolves symlinks),
 # so sanity runs on a copy of the tracked files.
-sanity: setup sanity-venv
+sanity: setup sanity-prep
 	rm -rf $(BUILD)/sanity && mkdir -p $(BUILD)/sanity/ansible_collections/gpu_platform/cluster
 	git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} cp --parents {} $(BUILD)/sanity/ansible_collections/gpu_platform/cluster/
 	cd $(BUILD)/sanity/ansible_collections/gpu_platform/cluster && git init -q && git add -A && \
-	  PATH=$(SANITY_VENV)/bin:$$PATH ansible-test sanity --local --python 3.11 --color no $(SANITY_ARGS)
+	  ansible-test sanity --local --python 3.11 --color no $(SANITY_ARGS)
 
-# ansible-test's own pinned tools (pylint, pycodestyle, ...) live in their own virtualenv so they
-# cannot disturb the pinned development one. (Its --venv mode downloads get-pip from a host this
-# machine cannot reach; --requirements --local uses this venv's pip instead.)
-sanity-venv: $(SANITY_VENV)/.stamp
-$(SANITY_VENV)/.stamp: requirements-dev.txt
-	$(PYTHON) -m venv $(SANITY_VENV)
-	$(SANITY_VENV)/bin/pip install --quiet "$$(grep '^ansible-core==' requirements-dev.txt)"
-	req=$$($(SANITY_VENV)/bin/python -c 'import ansible_test, os; print(os.path.join(os.path.dirname(ansible_test.__file__), "_data", "requirements"))') && \
-	  $(SANITY_VENV)/bin/pip install --quiet $$(for f in $$req/sanity.*.txt; do printf -- '-r %s ' "$$f"; done)
-	pipver=$$(grep -oP "pip='\K[0-9.]+" $(SANITY_VENV)/lib/python3.11/site-packages/ansible_test/_internal/python_requirements.py) && \
+# ansible-test --local still makes one virtualenv per sanity test, bootstrapping pip in each with a
+# get-pip script from a host this machine cannot reach; scripts/ansible_test_get_pip.py does that job
+# offline (ensurepip, then PyPI) and gets this environment's pip settings, which ansible-test filters out.
+sanity-prep: venv
+	pipver=$$(grep -oP "pip='\K[0-9.]+" $(VENV)/lib/python3.11/site-packages/ansible_test/_internal/python_requirements.py) && \
 	  mkdir -p $$HOME/.ansible/test/cache && \
 	  cp scripts/ansible_test_get_pip.py $$HOME/.ansible/test/cache/get_pip_$${pipver//./_}.py && \
 	  $(PYTHON) scripts/pip_settings.py > $$HOME/.ansible/test/cache/pip-settings.ini
-	touch $@
 
 pytest: setup
 	pytest $(PYTEST_ARGS)
@@ -81,4 +74,4 @@ bench: setup
 	python bench/helm_noop.py
 
 clean:
-	rm -rf $(BUILD) $(VENV) $(SANITY_VENV) $(TOOLS) .pytest_cache
+	rm -rf $(BUILD) $(VENV) $(TOOLS) .pytest_cache

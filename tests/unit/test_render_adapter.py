@@ -22,7 +22,7 @@ def test_write_then_no_change(tmp_path):
     assert text.startswith("# Rendered by gpu_platform.cluster test.")
     assert yaml.safe_load(text) == OBJ
     mtime = os.stat(tmp_path / "namespace-gpu-operator.yaml").st_mtime_ns
-    changed, diffs, _ = render.write_objects(str(tmp_path), [OBJ], name_of, "test")
+    changed, diffs, dummy = render.write_objects(str(tmp_path), [OBJ], name_of, "test")
     assert changed == [] and diffs == []
     assert os.stat(tmp_path / "namespace-gpu-operator.yaml").st_mtime_ns == mtime
 
@@ -36,7 +36,7 @@ def test_key_order_is_kept_and_lists_indented():
 
 def test_check_mode_writes_nothing(tmp_path):
     target = tmp_path / "out"
-    changed, diffs, _ = render.write_objects(str(target), [OBJ], name_of, check_mode=True)
+    changed, diffs, dummy = render.write_objects(str(target), [OBJ], name_of, check_mode=True)
     assert changed and diffs
     assert not target.exists()
 
@@ -44,7 +44,7 @@ def test_check_mode_writes_nothing(tmp_path):
 def test_changed_content_rewrites_with_diff(tmp_path):
     render.write_objects(str(tmp_path), [OBJ], name_of)
     new = {**OBJ, "metadata": {"name": "gpu-operator", "labels": {"a": "c"}}}
-    changed, diffs, _ = render.write_objects(str(tmp_path), [new], name_of)
+    changed, diffs, dummy = render.write_objects(str(tmp_path), [new], name_of)
     assert changed == ["namespace-gpu-operator.yaml"]
     assert "a: b" in diffs[0]["before"] and "a: c" in diffs[0]["after"]
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".")], "no temp files left behind"
@@ -52,9 +52,9 @@ def test_changed_content_rewrites_with_diff(tmp_path):
 
 def test_remove_files(tmp_path):
     render.write_objects(str(tmp_path), [OBJ], name_of)
-    removed, _ = render.remove_files(str(tmp_path), ["namespace-gpu-operator.yaml", "absent.yaml"], check_mode=True)
+    removed, dummy = render.remove_files(str(tmp_path), ["namespace-gpu-operator.yaml", "absent.yaml"], check_mode=True)
     assert removed == ["namespace-gpu-operator.yaml"] and (tmp_path / "namespace-gpu-operator.yaml").exists()
-    removed, _ = render.remove_files(str(tmp_path), ["namespace-gpu-operator.yaml"])
+    removed, dummy = render.remove_files(str(tmp_path), ["namespace-gpu-operator.yaml"])
     assert removed and not (tmp_path / "namespace-gpu-operator.yaml").exists()
 
 

@@ -34,7 +34,7 @@ def redact(argv):
             out.append("********")
             hide = False
             continue
-        flag, eq, _ = arg.partition("=")
+        flag, eq, dummy = arg.partition("=")
         if flag in SECRET_FLAGS:
             if eq:
                 out.append(flag + "=********")
@@ -85,7 +85,7 @@ class Helm:
         return rc, out, err
 
     def run_json(self, args, default=None):
-        _, out, _ = self.run(list(args) + ["--output", "json"])
+        out = self.run(list(args) + ["--output", "json"])[1]
         text = out.strip()
         if not text or text == "null":
             return default
@@ -99,7 +99,7 @@ class Helm:
     def major(self):
         """3 or 4, asked once from ``helm version``."""
         if self._major is None:
-            _, out, _ = self.run(["version", "--template", "{{.Version}}"], kube=False)
+            out = self.run(["version", "--template", "{{.Version}}"], kube=False)[1]
             match = re.match(r"v?(\d+)\.", out.strip())
             if not match or int(match.group(1)) not in (3, 4):
                 raise ToolError("unsupported helm version %r. Fix: use helm 3.x or 4.x" % out.strip())
@@ -118,7 +118,7 @@ class Helm:
     # -- reads --------------------------------------------------------------
     def list_releases(self):
         """Every release in every namespace and every state (deployed, failed, pending-*, ...)."""
-        return self.run_json(["list", "--all-namespaces", "--all", "--max", "0"], default=[]) or []
+        return self.run_json(["list", "--all-namespaces", "--deployed", "--failed", "--pending", "--uninstalling", "--max", "0"], default=[]) or []
 
     def get_values(self, name, namespace):
         return self.run_json(["get", "values", name, "--namespace", namespace], default={}) or {}

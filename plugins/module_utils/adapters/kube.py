@@ -132,7 +132,7 @@ class KubeClient:
         res = self.resource(api_version, kind)
         result = self._call("list %s" % kind, res.get, namespace=namespace,
                             label_selector=label_selector, field_selector=field_selector)
-        return [item for item in result.to_dict().get("items", [])]
+        return list(result.to_dict().get("items", []))
 
     # -- writes -------------------------------------------------------------
     def apply(self, obj, dry_run=False, force=True):

@@ -95,7 +95,7 @@ def render_argocd(request):
     chart = request.chart
     if chart.kind == OCI:
         # Argo CD's Helm OCI form: registry/path without the scheme, chart name apart.
-        repo_url, _, chart_name = chart.ref[len("oci://"):].rpartition("/")
+        repo_url, dummy, chart_name = chart.ref[len("oci://"):].rpartition("/")
     else:
         repo_url, chart_name = chart.repo_url, chart.name
     sync = {

@@ -195,7 +195,7 @@ def check_other_namespaces(releases, request):
     """Refuse a second release of the same chart in another namespace."""
     others = []
     for rel in releases:
-        chart_name, _ = split_chart_field(rel.get("chart"))
+        chart_name = split_chart_field(rel.get("chart"))[0]
         if chart_name == request.chart.name and rel.get("namespace") != request.namespace:
             others.append("%s/%s (%s, %s)" % (rel.get("namespace"), rel.get("name"), rel.get("chart"), rel.get("status")))
     if others:

@@ -50,7 +50,7 @@ def release_name(field, value):
 
 
 def label_key(field, key):
-    prefix, _, name = key.rpartition("/")
+    prefix, dummy, name = key.rpartition("/")
     if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
         raise ParamError(field, "label key %r has an invalid prefix %r" % (key, prefix),
                          "use a DNS subdomain prefix such as pod-security.kubernetes.io/")

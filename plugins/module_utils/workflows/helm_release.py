@@ -199,8 +199,8 @@ class ReleaseRunner:
             self.helm.pull(chart.ref, self.request.version, dest, chart.repo_url, self.request.plain_http)
             pulled = [name for name in os.listdir(dest) if name.endswith(".tgz")]
             if len(pulled) != 1:
-                raise ToolError("helm pull of %s %s left %d archives in %s" % (chart.ref, self.request.version,
-                                                                             len(pulled), dest))
+                raise ToolError("helm pull of %s %s left %d archives in %s"
+                                % (chart.ref, self.request.version, len(pulled), dest))
             archive = os.path.join(dest, pulled[0])
         actual = file_sha256(archive)
         if actual != self.request.chart_sha256:
