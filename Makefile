@@ -71,7 +71,8 @@ pytest: setup
 test: setup lint sanity pytest demo
 
 bench: setup
-	python bench/helm_noop.py
+	python bench/helm_noop.py --helm $(TOOLS)/bin/helm3
+	python bench/helm_noop.py --helm $(TOOLS)/bin/helm4
 
 clean:
 	rm -rf $(BUILD) $(VENV) $(TOOLS) .pytest_cache
