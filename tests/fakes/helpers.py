@@ -1,0 +1,35 @@
+"""Helpers for the fidelity tests: real client binaries and running them."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from .crds import REPO_ROOT
+
+TOOLS = REPO_ROOT / "tools" / "bin"
+CHARTS = REPO_ROOT / "tests" / "fixtures" / "charts"
+DEMO_CHART = CHARTS / "demo-operator"
+
+
+def binary(name):
+    """Absolute path of tools/bin/<name>; skips the test if it is missing."""
+    path = TOOLS / name
+    if not os.access(path, os.X_OK):
+        pytest.skip(f"{path} is missing (make tools installs it)")
+    return str(path)
+
+
+def run(args, check=True, timeout=60):
+    """Run a command with the current environment; returns CompletedProcess (text)."""
+    result = subprocess.run([str(a) for a in args], capture_output=True, text=True,
+                            timeout=timeout, check=False)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, args))} failed ({result.returncode}):\n"
+                             f"{result.stdout}\n{result.stderr}")
+    return result
+
+
+def run_json(args):
+    return json.loads(run(args).stdout)

@@ -1,0 +1,1 @@
+"""Schema-layer tests: rendered objects against upstream CRDs and core Kubernetes rules."""
