@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from tests.fakes.clock import FakeClock
 from tests.modules.harness import run_module
 
 
@@ -68,8 +69,19 @@ def encode_release(record):
 
 
 @pytest.fixture
-def hm(fake_api, chart_repo, helm_bin, helm_env, monkeypatch):
+def module_api(fake_api_factory):
+    """A fake cluster that, like a real one, refuses objects in namespaces that do not exist."""
+    server = fake_api_factory(clock=FakeClock(), require_namespaces=True)
+    for name in ("demo", "team-a", "team-b"):
+        server.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    server.clear_log()
+    return server
+
+
+@pytest.fixture
+def hm(module_api, chart_repo, helm_bin, helm_env, monkeypatch):
     """A HelmModuleEnv for helm 3 and then helm 4 (parametrized through helm_bin)."""
+    fake_api = module_api
     for key, value in helm_env.items():
         if key != "PATH":
             monkeypatch.setenv(key, value)

@@ -230,3 +230,11 @@ def test_bad_input_fails_before_anything_runs(hm, over, words):
     assert result["msg"].startswith(words), result["msg"]
     assert "Fix:" in result["msg"]
     assert hm.api.request_log == [] and hm.repo.count() == 0
+
+
+def test_missing_namespace_without_create_namespace_fails_clearly(hm):
+    failed, result = hm.run(release_namespace="nowhere")
+    assert failed
+    assert result["msg"].startswith("helm upgrade failed")
+    assert 'namespaces "nowhere" not found' in result["msg"]
+    assert result["release"]["status"] == "absent"
