@@ -70,7 +70,7 @@ def measure(module, args, env, tmp, api, repo, log):
     play = playbook(os.path.join(tmp, module + ".json"), module, args.shim, api.kubeconfig, repo.url)
     run_play(play, env)  # warm-up: the same no-op, not counted
     times, processes, requests = [], [], []
-    for _ in range(args.runs):
+    for dummy in range(args.runs):
         Path(log).write_text("")
         repo.clear()
         elapsed, changed = run_play(play, env)
@@ -86,7 +86,7 @@ def measure(module, args, env, tmp, api, repo, log):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--helm", default=str(ROOT / "tools" / "bin" / "helm3"))
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()

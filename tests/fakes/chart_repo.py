@@ -209,7 +209,7 @@ _NOT_FOUND = Response(404, b"not found\n", {"Content-Type": "text/plain"})
 
 def _version_key(version: str):
     """Sort key approximating SemVer precedence (newest first when reversed)."""
-    core, _, pre = version.split("+", 1)[0].partition("-")
+    core, dummy, pre = version.split("+", 1)[0].partition("-")
     nums = tuple(int(x) if x.isdigit() else 0 for x in core.split("."))
     return nums, pre == "", tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split(".") if pre)
 

@@ -93,7 +93,7 @@ class FakeClock:
     def pending(self):
         """Number of timers not yet fired or cancelled."""
         with self._lock:
-            return sum(1 for _, _, t in self._timers if not t.cancelled)
+            return sum(1 for entry in self._timers if not entry[2].cancelled)
 
     def advance(self, seconds=0):
         """Move time forward by ``seconds``, running every timer that falls due."""
@@ -104,13 +104,13 @@ class FakeClock:
                 if not self._timers or self._timers[0][0] > target:
                     self._seconds = target
                     return
-                due, _, timer = heapq.heappop(self._timers)
+                due, dummy, timer = heapq.heappop(self._timers)
                 self._seconds = max(self._seconds, due)
             if not timer.cancelled:
                 timer.fn()
 
     def close(self):
         with self._lock:
-            for _, _, timer in self._timers:
+            for dummy, dummy2, timer in self._timers:
                 timer.cancel()
             self._timers = []

@@ -20,7 +20,7 @@ def parse_git_version(git_version):
 
 
 def version_info(git_version):
-    major, minor, _ = parse_git_version(git_version)
+    major, minor = parse_git_version(git_version)[:2]
     return {"major": str(major), "minor": str(minor), "gitVersion": git_version,
             "gitCommit": "0" * 40, "gitTreeState": "clean",
             "buildDate": "2025-01-01T00:00:00Z", "goVersion": "go1.24.0", "compiler": "gc",

@@ -427,7 +427,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         self._send_json(200, _success(target.rtype, obj) if gone and not dry_run else obj)
 
     def _delete_collection(self, target):
-        policy, dry_run, _ = self._delete_options()
+        policy, dry_run = self._delete_options()[:2]
         items, resource_version = self.fake.store.delete_collection(
             target.rtype, self._filter(target), dry_run, policy)
         self._send_json(200, self._list_body(target, items, resource_version))

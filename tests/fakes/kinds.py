@@ -117,7 +117,7 @@ class ResourceType:
 
 def split_api_version(api_version):
     """``apps/v1`` -> ("apps", "v1"); ``v1`` -> ("", "v1")."""
-    group, _, version = (api_version or "").rpartition("/")
+    group, dummy, version = (api_version or "").rpartition("/")
     return group, version
 
 

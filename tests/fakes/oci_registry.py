@@ -293,4 +293,3 @@ class OciRegistryServer(LoopbackServer):
             return _error(400, "DIGEST_INVALID", f"uploaded content does not match digest {digest!r}")
         self._repos.setdefault(name, _Repository()).blobs[digest] = bytes(data)
         return Response(201, b"", {"Location": f"/v2/{name}/blobs/{digest}", "Docker-Content-Digest": digest})
-

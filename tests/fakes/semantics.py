@@ -164,7 +164,7 @@ def _name_causes(rtype, name):
 def _label_causes(labels):
     causes = []
     for key, value in (labels or {}).items():
-        prefix, _, name = key.rpartition("/")
+        prefix, dummy, name = key.rpartition("/")
         if (prefix and not _SUBDOMAIN.match(prefix)) or len(name) > 63 \
                 or not _QUALIFIED_NAME.match(name):
             causes.append(("metadata.labels", f'Invalid value: "{key}": name part must '

@@ -183,7 +183,7 @@ class Store:
         return versioned(rtype, obj)
 
     def _matching(self, key, obj_filter):
-        return [o for _, o in sorted(self._objects[key].items()) if obj_filter.matches(o)]
+        return [o for dummy, o in sorted(self._objects[key].items()) if obj_filter.matches(o)]
 
     def list_objects(self, rtype, obj_filter=None):
         """(objects sorted by namespace/name, list resourceVersion)."""
@@ -359,7 +359,7 @@ class Store:
 
     def _purge_namespace(self, namespace):
         for key, bucket in list(self._objects.items()):
-            for (obj_ns, _), obj in list(bucket.items()):
+            for (obj_ns, dummy), obj in list(bucket.items()):
                 if obj_ns == namespace and bucket.get(_ident(obj)) is obj:
                     self._delete_now(key, obj)
 
@@ -511,16 +511,16 @@ class Store:
 
     def delete(self, api_version, kind, name, namespace=None, propagation_policy="Background"):
         rtype = self.resource(api_version, kind)
-        obj, _ = self.delete_object(rtype, namespace or "default", name,
-                                    propagation=propagation_policy)
+        obj = self.delete_object(rtype, namespace or "default", name,
+                                 propagation=propagation_policy)[0]
         return copy.deepcopy(obj)
 
     def apply(self, obj, field_manager="test"):
         """Server-side apply of ``obj`` as ``field_manager``; returns the result."""
         rtype = self.resource(obj.get("apiVersion"), obj.get("kind"))
         meta = obj.get("metadata") or {}
-        result, _ = self.apply_object(rtype, meta.get("namespace") or "default", meta["name"],
-                                      obj, field_manager)
+        result = self.apply_object(rtype, meta.get("namespace") or "default", meta["name"],
+                                   obj, field_manager)[0]
         return copy.deepcopy(result)
 
 

@@ -98,7 +98,7 @@ def test_index_lists_every_chart_with_its_digest(chart_repo, fixture_charts):
         assert entry["digest"] == chart_sha256(tgz)
         assert entry["urls"] == [f"charts/{tgz.name}"]
         assert entry["created"].endswith("Z")
-        status, _, data = http_request("GET", f"{chart_repo.url}/{entry['urls'][0]}")
+        status, dummy, data = http_request("GET", f"{chart_repo.url}/{entry['urls'][0]}")
         assert status == 200 and data == tgz.read_bytes()
 
 
@@ -179,7 +179,7 @@ def test_helm_show_chart(helm_bin, chart_repo, helm_env):
 
 
 def test_helm_template_from_repo_and_repo_flag_refetches_index(helm_bin, chart_repo, helm_env):
-    for _ in range(2):
+    for dummy in range(2):
         objs = _rendered(helm_bin, helm_env, CHART, "--repo", chart_repo.url, "--version", "1.1.0")
         assert objs[("ConfigMap", "rel-config")]["data"]["chartVersion"] == "1.1.0"
     # `--repo URL` downloads index.yaml and the archive on every invocation (helm 3 and 4).

@@ -31,7 +31,7 @@ def _v2(registry, path):
 # -- distribution API by hand ------------------------------------------------------------
 
 def test_api_version_check(oci_registry):
-    status, headers, _ = http_request("GET", _v2(oci_registry, ""))
+    status, headers, dummy = http_request("GET", _v2(oci_registry, ""))
     assert status == 200
     assert headers["docker-distribution-api-version"] == "registry/2.0"
 
@@ -64,11 +64,11 @@ def test_manifest_by_tag_and_digest_with_headers(oci_registry):
 
 
 def test_unknown_content_gives_oci_errors(oci_registry):
-    status, _, body = http_request("GET", _v2(oci_registry, f"{REPO}/manifests/9.9.9"))
+    status, dummy, body = http_request("GET", _v2(oci_registry, f"{REPO}/manifests/9.9.9"))
     assert status == 404 and json.loads(body)["errors"][0]["code"] == "MANIFEST_UNKNOWN"
-    status, _, body = http_request("GET", _v2(oci_registry, f"{REPO}/blobs/{_digest(b'nothing')}"))
+    status, dummy, body = http_request("GET", _v2(oci_registry, f"{REPO}/blobs/{_digest(b'nothing')}"))
     assert status == 404 and json.loads(body)["errors"][0]["code"] == "BLOB_UNKNOWN"
-    status, _, body = http_request("GET", _v2(oci_registry, "charts/absent/tags/list"))
+    status, dummy, body = http_request("GET", _v2(oci_registry, "charts/absent/tags/list"))
     assert status == 404 and json.loads(body)["errors"][0]["code"] == "NAME_UNKNOWN"
 
 
@@ -83,17 +83,17 @@ def test_tags_list_paginates(oci_registry):
 
 def test_blob_upload_checks_the_digest(oci_registry):
     data = b"some blob"
-    status, headers, _ = http_request("POST", _v2(oci_registry, "scratch/blobs/uploads/"), body=b"")
+    status, headers, dummy = http_request("POST", _v2(oci_registry, "scratch/blobs/uploads/"), body=b"")
     assert status == 202
     location = f"http://{oci_registry.url}{headers['location']}"
     assert http_request("PATCH", location, body=data[:4])[0] == 202
-    status, _, body = http_request("PUT", f"{location}?digest={_digest(b'other')}", body=data[4:])
+    status, dummy, body = http_request("PUT", f"{location}?digest={_digest(b'other')}", body=data[4:])
     assert status == 400 and json.loads(body)["errors"][0]["code"] == "DIGEST_INVALID"
     # A fresh session with the right digest succeeds; the blob is then served.
     headers = http_request("POST", _v2(oci_registry, "scratch/blobs/uploads/"), body=b"")[1]
     location = f"http://{oci_registry.url}{headers['location']}"
     http_request("PATCH", location, body=data[:4])
-    status, headers, _ = http_request("PUT", f"{location}?digest={_digest(data)}", body=data[4:])
+    status, headers, dummy = http_request("PUT", f"{location}?digest={_digest(data)}", body=data[4:])
     assert status == 201 and headers["docker-content-digest"] == _digest(data)
     assert http_request("GET", _v2(oci_registry, f"scratch/blobs/{_digest(data)}"))[2] == data
 
@@ -102,9 +102,9 @@ def test_manifest_push_requires_its_blobs(oci_registry):
     manifest = {"schemaVersion": 2, "mediaType": OCI_MANIFEST_MEDIA_TYPE,
                 "config": {"mediaType": HELM_CONFIG_MEDIA_TYPE, "digest": _digest(b"{}"), "size": 2},
                 "layers": []}
-    status, _, body = http_request("PUT", _v2(oci_registry, "scratch/manifests/v1"),
-                                   body=json.dumps(manifest).encode(),
-                                   headers={"Content-Type": OCI_MANIFEST_MEDIA_TYPE})
+    status, dummy, body = http_request("PUT", _v2(oci_registry, "scratch/manifests/v1"),
+                                       body=json.dumps(manifest).encode(),
+                                       headers={"Content-Type": OCI_MANIFEST_MEDIA_TYPE})
     assert status == 400 and json.loads(body)["errors"][0]["code"] == "MANIFEST_BLOB_UNKNOWN"
 
 

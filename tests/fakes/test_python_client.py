@@ -304,7 +304,7 @@ def test_watch_ends_when_the_server_stops(fake_api_factory, tmp_path):
 
     def consume():
         try:
-            for _ in configmaps.watch(namespace="default", timeout=60):
+            for dummy in configmaps.watch(namespace="default", timeout=60):
                 pass
         except Exception:  # noqa: BLE001 - a closed connection is a fine way to end
             pass

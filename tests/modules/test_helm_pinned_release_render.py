@@ -118,8 +118,8 @@ def test_absent_removes_release_files(tmp_path):
 def test_local_chart_cannot_be_rendered(tmp_path):
     from tests.fakes.charts import DEMO_CHART_DIR
     out = tmp_path / "platform"
-    failed, result = run_module("helm_pinned_release", params(out, chart_ref=str(DEMO_CHART_DIR), chart_repo_url=None,
-                                                               chart_version="1.0.0"))
+    local = params(out, chart_ref=str(DEMO_CHART_DIR), chart_repo_url=None, chart_version="1.0.0")
+    failed, result = run_module("helm_pinned_release", local)
     assert failed and result["msg"].startswith("chart_ref: a local chart cannot be delivered through GitOps")
     assert not out.exists()
 

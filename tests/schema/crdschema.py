@@ -103,7 +103,7 @@ def _dns1123_subdomain_error(value: str) -> str | None:
 
 
 def _qualified_name_error(key: str) -> str | None:
-    prefix, _, name = key.rpartition("/")
+    prefix, dummy, name = key.rpartition("/")
     if "/" in prefix or (key.count("/") == 1 and not prefix):
         return f"{key!r} is not a qualified name ([prefix/]name)"
     if prefix and _dns1123_subdomain_error(prefix):
@@ -427,11 +427,11 @@ class CrdCatalog:
         Raises :class:`CrdLookupError` naming what is missing (the group, the kind,
         or a served version, listing the served ones) and the field to blame.
         """
-        group, _, version = api_version.rpartition("/")
+        group, dummy, version = api_version.rpartition("/")
         if not group:
             raise CrdLookupError("apiVersion", f"{api_version!r} is a core API version: no CRD defines it "
                                                "(use validate_core)")
-        if not any(g == group for g, _ in self._versions):
+        if not any(pair[0] == group for pair in self._versions):
             raise CrdLookupError("apiVersion", f"no CRD under {self.upstream_dir} defines API group {group!r}")
         candidates = self._versions.get((group, kind))
         if not candidates:
@@ -574,7 +574,7 @@ def core_errors(obj) -> list[str]:
     kind = obj["kind"]
     if kind not in _CORE_KINDS:
         return [_error(["kind"], f"unsupported core kind {kind!r} (supported: {', '.join(sorted(_CORE_KINDS))})")]
-    namespaced, name_check, _ = _CORE_KINDS[kind]
+    namespaced, name_check = _CORE_KINDS[kind][:2]
     errors = _schema_errors(_core_validator(kind), obj) + _metadata_errors(obj, kind, namespaced, name_check)
     return sorted(set(errors + _CORE_EXTRA_CHECKS[kind](obj)))
 
