@@ -24,10 +24,10 @@ class WaitTimeout(GpuPlatformError):
 
 
 class RealClock:
-    """Monotonic wall clock."""
+    """Monotonic wall clock. A clock is anything with ``time()`` (seconds) and ``sleep(seconds)``."""
 
     @staticmethod
-    def now():
+    def time():
         return time.monotonic()
 
     @staticmethod
@@ -38,12 +38,12 @@ class RealClock:
 def wait_for(fetch, ready, timeout, clock=None, interval=2.0, describe=None):
     """Poll ``fetch()`` until ``ready(value)`` is true; raise WaitTimeout with ``describe(value)``."""
     clock = clock or RealClock()
-    deadline = clock.now() + timeout
+    deadline = clock.time() + timeout
     while True:
         value = fetch()
         if ready(value):
             return value
-        remaining = deadline - clock.now()
+        remaining = deadline - clock.time()
         if remaining <= 0:
             detail = describe(value) if describe else repr(value)
             raise WaitTimeout("timed out after %ss: %s" % (timeout, detail), last=value)

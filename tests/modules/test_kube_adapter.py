@@ -1,0 +1,120 @@
+"""The kube adapter against the fake API server, through the real kubernetes client."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import kube
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ToolError
+from tests.fakes.clock import FakeClock
+
+CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default", "labels": {"a": "1"}},
+      "data": {"k": "v"}}
+
+
+@pytest.fixture
+def client(fake_api):
+    return kube.KubeClient(kubeconfig=fake_api.kubeconfig)
+
+
+def writes(api):
+    return [r for r in api.request_log if r["method"] in ("POST", "PUT", "PATCH", "DELETE")
+            and "All" not in str(r["query"].get("dryRun", ""))]
+
+
+def test_apply_creates_then_updates(client, fake_api):
+    created = client.apply(CM)
+    assert created["metadata"]["uid"] and created["data"] == {"k": "v"}
+    updated = client.apply(dict(CM, data={"k": "w"}))
+    assert updated["data"] == {"k": "w"}
+    assert fake_api.store.get("v1", "ConfigMap", "c", "default")["data"] == {"k": "w"}
+    patches = [r for r in fake_api.request_log if r["method"] == "PATCH"]
+    assert all(r["content_type"].startswith("application/apply-patch") for r in patches)
+    assert all(r["query"].get("fieldManager") in ("gpu-platform", ["gpu-platform"]) for r in patches)
+
+
+def test_dry_run_apply_stores_nothing(client, fake_api):
+    result = client.apply(CM, dry_run=True)
+    assert result["data"] == {"k": "v"}
+    assert fake_api.store.get("v1", "ConfigMap", "c", "default") is None
+    assert writes(fake_api) == []
+
+
+def test_get_list_selectors(client, fake_api):
+    client.apply(CM)
+    client.apply({**CM, "metadata": {"name": "d", "namespace": "default", "labels": {"a": "2"}}})
+    assert client.get("v1", "ConfigMap", "nope", "default") is None
+    assert client.get("v1", "ConfigMap", "c", "default")["metadata"]["labels"] == {"a": "1"}
+    names = [o["metadata"]["name"] for o in client.list("v1", "ConfigMap", "default", label_selector="a=2")]
+    assert names == ["d"]
+    names = [o["metadata"]["name"] for o in client.list("v1", "ConfigMap", "default", field_selector="metadata.name=c")]
+    assert names == ["c"]
+
+
+def test_patch_labels_adds_and_removes(client, fake_api):
+    client.apply(CM)
+    client.patch_labels("v1", "ConfigMap", "c", {"b": "2", "a": None}, namespace="default")
+    assert fake_api.store.get("v1", "ConfigMap", "c", "default")["metadata"]["labels"] == {"b": "2"}
+    client.patch_labels("v1", "ConfigMap", "c", {"c": "3"}, namespace="default", dry_run=True)
+    assert "c" not in fake_api.store.get("v1", "ConfigMap", "c", "default")["metadata"]["labels"]
+
+
+def test_delete(client, fake_api):
+    client.apply(CM)
+    assert client.delete("v1", "ConfigMap", "c", "default", dry_run=True) is True
+    assert fake_api.store.get("v1", "ConfigMap", "c", "default") is not None
+    assert client.delete("v1", "ConfigMap", "c", "default") is True
+    assert client.delete("v1", "ConfigMap", "c", "default") is False
+
+
+def test_ensure_namespace(client, fake_api):
+    labels = {"pod-security.kubernetes.io/enforce": "privileged"}
+    expected = dict(labels, **{"kubernetes.io/metadata.name": "gpu"})  # the API server adds this one
+    changed, before, after = client.ensure_namespace("gpu", labels, dry_run=True)
+    assert changed and before is None and after == expected
+    assert fake_api.store.get("v1", "Namespace", "gpu") is None
+    assert client.ensure_namespace("gpu", labels)[0] is True
+    fake_api.clear_log()
+    assert client.ensure_namespace("gpu", labels) == (False, expected, expected)
+    assert writes(fake_api) == []
+
+
+def test_unserved_kind_is_a_clear_error(client):
+    assert client.serves("nvidia.com/v1", "ClusterPolicy")
+    assert not client.serves("example.com/v1", "Nothing")
+    with pytest.raises(ToolError, match="does not serve example.com/v1 Nothing"):
+        client.get("example.com/v1", "Nothing", "x")
+
+
+def test_api_error_carries_the_status_message(client, fake_api):
+    client.apply(CM)
+    bad = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default", "resourceVersion": "1"}}
+    with pytest.raises(ToolError) as err:
+        client._call("replace", client.resource("v1", "ConfigMap").replace, body=bad, namespace="default")  # pylint: disable=protected-access
+    assert err.value.details["status"] == 409
+
+
+def test_unreadable_kubeconfig_names_the_fix(tmp_path):
+    with pytest.raises(ToolError, match="could not load the kubeconfig .*Fix: set kubeconfig or K8S_AUTH_KUBECONFIG"):
+        kube.KubeClient(kubeconfig=str(tmp_path / "missing"))
+
+
+def test_wait_for_with_injected_clock_times_out_with_description():
+    clock = FakeClock()
+    seen = []
+
+    def fetch():
+        seen.append(clock.time())
+        return {"state": "notReady"}
+
+    with pytest.raises(kube.WaitTimeout) as err:
+        kube.wait_for(fetch, lambda v: v["state"] == "ready", timeout=10, clock=clock, interval=2,
+                      describe=lambda v: "state is %s" % v["state"])
+    assert "timed out after 10s: state is notReady" in err.value.msg
+    assert len(seen) == 6  # t=0,2,4,6,8,10 without any real sleeping
+    assert err.value.details["last"] == {"state": "notReady"}
+
+
+def test_wait_for_returns_when_ready():
+    clock = FakeClock()
+    values = iter([{"s": 1}, {"s": 2}, {"s": 3}])
+    assert kube.wait_for(lambda: next(values), lambda v: v["s"] == 3, timeout=60, clock=clock) == {"s": 3}
