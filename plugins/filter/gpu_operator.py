@@ -1,0 +1,36 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the gpu_operator role; the logic is in module_utils/domain/gpu_operator.py."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gpu_operator
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+
+
+def gpu_operator_values(settings):
+    try:
+        return gpu_operator.build_values(settings)
+    except ParamError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+def kube_version_at_least(actual, minimum):
+    try:
+        return gpu_operator.version_at_least(actual, minimum)
+    except ParamError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+class FilterModule:
+    """GPU Operator filters."""
+
+    def filters(self):
+        return {
+            "gpu_operator_values": gpu_operator_values,
+            "kube_version_at_least": kube_version_at_least,
+            "unready_daemonsets": gpu_operator.unready_daemonsets,
+        }

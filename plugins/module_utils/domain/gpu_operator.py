@@ -1,0 +1,114 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""GPU Operator chart values from the gpu_operator role's choices, and operand readiness.
+
+Private to the collection: not a public API. Pure: standard library only.
+Value keys follow the chart's values.yaml of GPU Operator v26.7.0 (shared/upstream/gpu-operator);
+the schema tests check every key this produces against that file.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm_release import deep_merge
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+
+MIG_STRATEGIES = ("none", "single", "mixed")
+DRIVER_VERSION = re.compile(r"^\d{3}\.\d{1,3}(\.\d{1,3})?$")
+KUBE_VERSION = re.compile(r"^v?(\d+)\.(\d+)")
+
+
+def _bool(settings, key):
+    value = settings.get(key)
+    if not isinstance(value, bool):
+        raise ParamError("gpu_operator_" + key, "%r is not true or false" % (value,), "set it to true or false")
+    return value
+
+
+def build_values(settings):
+    """Chart values from the role's settings (keys without the ``gpu_operator_`` prefix).
+
+    Raises ParamError naming the role variable for any bad or contradictory choice.
+    """
+    driver = _bool(settings, "driver_enabled")
+    rdma = _bool(settings, "rdma_enabled")
+    host_mofed = _bool(settings, "rdma_use_host_mofed")
+    strategy = settings.get("mig_strategy")
+    if strategy not in MIG_STRATEGIES:
+        raise ParamError("gpu_operator_mig_strategy", "%r is not a MIG strategy" % (strategy,),
+                         "use one of %s" % ", ".join(MIG_STRATEGIES))
+    if host_mofed and not rdma:
+        raise ParamError("gpu_operator_rdma_use_host_mofed", "is true but gpu_operator_rdma_enabled is false",
+                         "enable RDMA (gpu_operator_rdma_enabled: true) or drop the host MOFED setting")
+    if rdma and not driver:
+        raise ParamError("gpu_operator_rdma_enabled", "needs the operator-managed driver (driver.rdma is a driver "
+                         "container setting) but gpu_operator_driver_enabled is false",
+                         "with a host driver, load nvidia-peermem on the hosts (peermem role) and keep RDMA off here")
+    driver_version = settings.get("driver_version") or ""
+    if driver_version and not DRIVER_VERSION.match(str(driver_version)):
+        raise ParamError("gpu_operator_driver_version", "%r is not a driver version" % (driver_version,),
+                         "give a full version such as 580.95.05, or leave it empty for the chart's default")
+    values = {
+        "driver": {"enabled": driver, "nvidiaDriverCRD": {"enabled": False}},
+        "toolkit": {"enabled": _bool(settings, "toolkit_enabled")},
+        "nfd": {"enabled": _bool(settings, "nfd_enabled")},
+        "mig": {"strategy": strategy},
+        "dcgmExporter": {
+            "enabled": _bool(settings, "dcgm_exporter_enabled"),
+            "serviceMonitor": {"enabled": _bool(settings, "dcgm_exporter_service_monitor")},
+        },
+    }
+    if driver:
+        values["driver"]["rdma"] = {"enabled": rdma, "useHostMofed": host_mofed}
+        if driver_version:
+            values["driver"]["version"] = str(driver_version)
+    if values["dcgmExporter"]["serviceMonitor"]["enabled"] and not values["dcgmExporter"]["enabled"]:
+        raise ParamError("gpu_operator_dcgm_exporter_service_monitor", "is true but the DCGM exporter is disabled",
+                         "enable gpu_operator_dcgm_exporter_enabled or turn the ServiceMonitor off")
+    config = settings.get("device_plugin_config") or {}
+    if config:
+        name = validate.dns_label("gpu_operator_device_plugin_config.name", config.get("name"), 253)
+        plugin = {"config": {"name": name, "default": str(config.get("default") or "")}}
+        values["devicePlugin"] = plugin
+    secrets = settings.get("image_pull_secrets") or []
+    if secrets:
+        names = [validate.dns_label("gpu_operator_image_pull_secrets", s, 253) for s in secrets]
+        for component in ("operator", "driver", "toolkit", "devicePlugin", "dcgmExporter", "migManager", "gfd",
+                          "validator", "nodeStatusExporter"):
+            values.setdefault(component, {})["imagePullSecrets"] = list(names)
+    extra = settings.get("extra_values") or {}
+    if not isinstance(extra, dict):
+        raise ParamError("gpu_operator_extra_values", "must be a dictionary of chart values",
+                         "give structured values, e.g. {operator: {defaultRuntime: containerd}}")
+    return deep_merge(values, extra)
+
+
+def parse_kube_version(text):
+    match = KUBE_VERSION.match(str(text or "").strip())
+    if not match:
+        raise ParamError("kubernetes version", "%r is not a Kubernetes version" % (text,),
+                         "check the cluster's /version answer")
+    return int(match.group(1)), int(match.group(2))
+
+
+def version_at_least(actual, minimum):
+    """True when Kubernetes ``actual`` (v1.34.1, 1.34) is at least ``minimum`` (1.30)."""
+    return parse_kube_version(actual) >= parse_kube_version(minimum)
+
+
+def unready_daemonsets(daemonsets):
+    """``name (ready/desired)`` for each DaemonSet that is not fully ready and up to date."""
+    out = []
+    for ds in daemonsets:
+        status = ds.get("status") or {}
+        desired = int(status.get("desiredNumberScheduled") or 0)
+        ready = int(status.get("numberReady") or 0)
+        updated = int(status.get("updatedNumberScheduled") or 0)
+        current_gen = (ds.get("metadata") or {}).get("generation")
+        stale = current_gen is not None and status.get("observedGeneration") not in (None, current_gen)
+        if ready < desired or updated < desired or stale:
+            out.append("%s (%d/%d ready)" % (ds["metadata"]["name"], ready, desired))
+    return sorted(out)

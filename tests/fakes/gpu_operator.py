@@ -1,0 +1,131 @@
+"""A simulated NVIDIA GPU Operator and CUDA pods, for end-to-end tests of the GPU Operator layer.
+
+``SimulatedGpuOperator`` plays the operator's reconcile loop: for a ClusterPolicy it creates
+the operand DaemonSets of the enabled components in the operator's namespace (owned by the
+ClusterPolicy, scheduled on Nodes labelled ``nvidia.com/gpu.present=true``), and sets the
+ClusterPolicy's ``status.state`` to ``ready`` when every operand DaemonSet is ready, else
+``notReady``. Operands named in ``never_ready`` carry the fake's never-ready label, so their
+DaemonSet never becomes ready (a driver that does not build, say).
+
+``SimulatedCudaPods`` stands in for a GPU node's kubelet running a CUDA image: a Pod that
+asks for ``nvidia.com/gpu`` finishes with ``phase`` and its log is ``log`` (by default an
+``nvidia-smi`` table for two A100s).
+"""
+
+from .controllers import NEVER_READY, PHASE, Controller, set_status
+
+GPU_NODE_LABEL = "nvidia.com/gpu.present"
+# component key in ClusterPolicy spec -> operand DaemonSet name (names as the real operator uses)
+OPERANDS = (
+    ("driver", "nvidia-driver-daemonset"),
+    ("toolkit", "nvidia-container-toolkit-daemonset"),
+    ("devicePlugin", "nvidia-device-plugin-daemonset"),
+    ("dcgmExporter", "nvidia-dcgm-exporter"),
+    ("gfd", "gpu-feature-discovery"),
+    ("validator", "nvidia-operator-validator"),
+)
+
+OPERAND_NAMES = frozenset(name for component, name in OPERANDS)
+
+NVIDIA_SMI = """\
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 595.91.07              Driver Version: 595.91.07      CUDA Version: 13.1     |
+|-----------------------------------------+------------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
+|=========================================+========================+======================|
+|   0  NVIDIA A100-SXM4-80GB          On  |   00000000:07:00.0 Off |                    0 |
+| N/A   31C    P0             61W /  400W |       1MiB /  81920MiB |      0%      Default |
++-----------------------------------------+------------------------+----------------------+
+"""
+
+
+def gpu_node(name, product="NVIDIA-A100-SXM4-80GB", gpus=8):
+    """A Node object as GFD and the device plugin leave it on a GPU host."""
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {GPU_NODE_LABEL: "true", "nvidia.com/gpu.product": product,
+                                              "kubernetes.io/hostname": name}},
+        "status": {"capacity": {"nvidia.com/gpu": str(gpus)}, "allocatable": {"nvidia.com/gpu": str(gpus)}},
+    }
+
+
+def _enabled(spec, component):
+    section = spec.get(component)
+    if component in ("gfd", "validator"):
+        return (section or {}).get("enabled", True) is not False
+    return isinstance(section, dict) and section.get("enabled", True) is not False
+
+
+class SimulatedGpuOperator(Controller):
+    """ClusterPolicy -> operand DaemonSets -> ClusterPolicy status.state."""
+
+    watches = frozenset({("nvidia.com", "ClusterPolicy"), ("apps", "DaemonSet"), ("apps", "Deployment")})
+
+    def __init__(self, never_ready=()):
+        self.never_ready = set(never_ready)
+        self.namespace = None
+
+    def handle(self, event):
+        operators = self.store.list("apps/v1", "Deployment", label_selector="app=gpu-operator")
+        if not operators:
+            return
+        self.namespace = operators[0]["metadata"]["namespace"]  # the operator runs its operands beside itself
+        for policy in self.store.list("nvidia.com/v1", "ClusterPolicy"):
+            if event.kind != "DaemonSet" and event.type != "DELETED":
+                self._reconcile_operands(policy)
+            self._set_state(policy)
+
+    def _reconcile_operands(self, policy):
+        spec = policy.get("spec") or {}
+        for component, name in OPERANDS:
+            if not _enabled(spec, component):
+                continue
+            if self.store.get("apps/v1", "DaemonSet", name, self.namespace) is not None:
+                continue
+            labels = {"app": name, "app.kubernetes.io/part-of": "nvidia-gpu"}
+            if name in self.never_ready:
+                labels[NEVER_READY] = "true"
+            self.store.create({
+                "apiVersion": "apps/v1", "kind": "DaemonSet",
+                "metadata": {"name": name, "namespace": self.namespace, "labels": {"app": name},
+                             "ownerReferences": [{"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
+                                                  "name": policy["metadata"]["name"],
+                                                  "uid": policy["metadata"]["uid"], "controller": True}]},
+                "spec": {"selector": {"matchLabels": {"app": name}},
+                         "template": {"metadata": {"labels": labels},
+                                      "spec": {"nodeSelector": {GPU_NODE_LABEL: "true"},
+                                               "containers": [{"name": name, "image": "nvcr.io/nvidia/" + name}]}}},
+            })
+
+    def _set_state(self, policy):
+        operands = [ds for ds in self.store.list("apps/v1", "DaemonSet", self.namespace)
+                    if (ds["metadata"].get("labels") or {}).get("app") in OPERAND_NAMES]
+        ready = bool(operands) and all(
+            (ds.get("status") or {}).get("numberReady", 0) >= (ds.get("status") or {}).get("desiredNumberScheduled", 1)
+            for ds in operands)
+        state = "ready" if ready else "notReady"
+        if (policy.get("status") or {}).get("state") != state:
+            set_status(self.store, policy, dict(policy.get("status") or {}, state=state, namespace=self.namespace))
+
+
+class SimulatedCudaPods(Controller):
+    """Pods that request nvidia.com/gpu run to ``phase`` and log ``log``."""
+
+    watches = frozenset({("", "Pod")})
+
+    def __init__(self, log=NVIDIA_SMI, phase="Succeeded"):
+        self.log = log
+        self.phase = phase
+
+    def handle(self, event):
+        if event.type != "ADDED":
+            return
+        pod = event.obj
+        limits = [((c.get("resources") or {}).get("limits") or {}) for c in (pod.get("spec") or {}).get("containers") or []]
+        if not any("nvidia.com/gpu" in lim for lim in limits):
+            return
+        meta = pod["metadata"]
+        self.server.set_pod_log(meta["namespace"], meta["name"], self.log)
+        self.store.patch("v1", "Pod", meta["name"], {"metadata": {"annotations": {PHASE: self.phase}}},
+                         meta["namespace"])

@@ -1,0 +1,152 @@
+"""Run site.yml for real (ansible-playbook in a subprocess) against the fake cluster or offline."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.fakes.charts import DEMO_CHART_DIR, FIXTURE_CHARTS_DIR, TOOLS_BIN
+from tests.fakes.chart_repo import ChartRepoServer
+from tests.fakes.clock import FakeClock
+from tests.fakes.controllers import default_controllers
+from tests.fakes.gpu_operator import SimulatedCudaPods, SimulatedGpuOperator, gpu_node
+
+ROOT = Path(__file__).resolve().parents[2]
+GPU_OPERATOR_CHART = FIXTURE_CHARTS_DIR / "gpu-operator"
+PLAYBOOK = str(ROOT / "site.yml")
+assert DEMO_CHART_DIR.exists()
+
+
+class PlayResult:
+    """The JSON callback's output of one ansible-playbook run."""
+
+    def __init__(self, proc):
+        self.rc = proc.returncode
+        self.stderr = proc.stderr
+        try:
+            self.data = json.loads(proc.stdout)
+        except ValueError:
+            raise AssertionError("ansible-playbook printed no JSON:\n%s\n%s" % (proc.stdout[-4000:], proc.stderr[-4000:]))
+        self.stats = self.data["stats"].get("localhost", {})
+
+    @property
+    def changed(self):
+        return self.stats.get("changed", 0)
+
+    @property
+    def failed(self):
+        return self.stats.get("failures", 0) + self.stats.get("unreachable", 0)
+
+    def tasks(self):
+        for play in self.data["plays"]:
+            for task in play["tasks"]:
+                yield task["task"]["name"], task["hosts"].get("localhost", {})
+
+    def result(self, name):
+        return next(res for task, res in self.tasks() if task == name or task.endswith(" : " + name))
+
+    def failure_messages(self):
+        return [res.get("msg", "") for name, res in self.tasks() if res.get("failed") and not res.get("skipped")
+                and not res.get("_ansible_ignore_errors")]
+
+    def changed_tasks(self):
+        return [name for name, res in self.tasks() if res.get("changed")]
+
+    def debug_text(self):
+        return json.dumps(self.data, indent=1)[-6000:]
+
+
+class SiteRunner:
+    """An inventory in tmp_path plus the environment to run site.yml with it."""
+
+    def __init__(self, tmp_path, env, group_vars):
+        self.dir = tmp_path / "inventory"
+        (self.dir / "group_vars" / "all").mkdir(parents=True)
+        (self.dir / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"k8s_api": {"hosts": {"localhost": {
+            "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}}}))
+        self.vars_file = self.dir / "group_vars" / "all" / "test.yml"
+        self.group_vars = dict(group_vars)
+        self.write_vars()
+        self.env = env
+
+    def write_vars(self, **over):
+        self.group_vars.update(over)
+        self.vars_file.write_text(yaml.safe_dump(self.group_vars))
+
+    def run(self, *args, **over):
+        if over:
+            self.write_vars(**over)
+        command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(self.dir), PLAYBOOK, *args]
+        proc = subprocess.run(command, env=self.env, capture_output=True, text=True, cwd=str(ROOT), check=False,
+                              timeout=600)
+        return PlayResult(proc)
+
+
+def site_env(helm_env):
+    env = dict(helm_env)
+    bindir = Path(env["HOME"]) / "bin"
+    bindir.mkdir(parents=True, exist_ok=True)
+    link = bindir / "helm"
+    if not link.exists():
+        link.symlink_to(TOOLS_BIN / "helm3")
+    env["PATH"] = "%s:%s" % (bindir, env.get("PATH", ""))
+    env["ANSIBLE_STDOUT_CALLBACK"] = "json"
+    env["ANSIBLE_COLLECTIONS_PATH"] = str(ROOT / "build" / "collections")
+    env["ANSIBLE_CONFIG"] = str(ROOT / "ansible.cfg")
+    env.pop("KUBECONFIG", None)  # the inventory's gpu_platform_kubeconfig must be what reaches the cluster
+    return env
+
+
+@pytest.fixture(scope="session")
+def gpu_operator_chart(chart_cache):
+    return chart_cache.get(GPU_OPERATOR_CHART, version="v26.7.0")
+
+
+@pytest.fixture
+def gpu_cluster_factory(fake_api_factory, gpu_operator_chart):
+    """A fake cluster with two GPU nodes, a simulated GPU Operator and CUDA pods, and a chart repository."""
+    repos = []
+
+    def make(never_ready=(), git_version="v1.34.1", cuda_log=None):
+        extra = [SimulatedGpuOperator(never_ready=never_ready),
+                 SimulatedCudaPods(**({"log": cuda_log} if cuda_log is not None else {}))]
+        api = fake_api_factory(clock=FakeClock(), require_namespaces=True, git_version=git_version,
+                               controllers=extra + default_controllers())
+        for name in ("gpu-node-1", "gpu-node-2"):
+            api.store.create(gpu_node(name))
+        repo = ChartRepoServer([gpu_operator_chart]).start()
+        repos.append(repo)
+        api.clear_log()
+        return api, repo
+
+    yield make
+    for repo in repos:
+        repo.stop()
+
+
+@pytest.fixture
+def direct_site(tmp_path, helm_env, gpu_cluster_factory):
+    """site.yml in direct mode against a fake GPU cluster: returns (runner, api, repo) via a factory."""
+
+    def make(**cluster_options):
+        api, repo = gpu_cluster_factory(**cluster_options)
+        runner = SiteRunner(tmp_path, site_env(helm_env), {
+            "gpu_platform_kubeconfig": api.kubeconfig,
+            "gpu_operator_chart_repo_url": repo.url,
+            "gpu_operator_wait_timeout": 4,
+            "gpu_operator_wait_interval": 1,
+            "gpu_operator_smoke_timeout": 10,
+        })
+        return runner, api, repo
+
+    return make
+
+
+def api_writes(api):
+    return [r for r in api.request_log if r["method"] in ("POST", "PUT", "PATCH", "DELETE")
+            and "All" not in str(r["query"].get("dryRun", ""))]

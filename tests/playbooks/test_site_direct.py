@@ -1,0 +1,106 @@
+"""site.yml in direct mode: real ansible-playbook, real helm, the fake GPU cluster."""
+from __future__ import annotations
+
+import pytest
+
+from tests.playbooks.conftest import api_writes
+
+pytestmark = pytest.mark.slow
+
+
+def test_install_wait_smoke_then_idempotent_then_check_mode(direct_site):
+    runner, api, repo = direct_site()
+    first = runner.run()
+    assert first.failed == 0, first.failure_messages() or first.debug_text()
+    assert first.changed > 0
+    policy = api.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
+    assert policy["status"]["state"] == "ready"
+    assert policy["spec"]["driver"]["enabled"] is True and policy["spec"]["mig"]["strategy"] == "single"
+    ns = api.store.get("v1", "Namespace", "gpu-operator")
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    release = [s for s in api.store.list("v1", "Secret", "gpu-operator", label_selector="owner=helm,status=deployed")]
+    assert len(release) == 1 and release[0]["metadata"]["labels"]["name"] == "gpu-operator"
+    smoke = first.result("The log must show the GPU table")
+    assert "NVIDIA-SMI 595.91.07" in smoke["msg"]
+    assert api.store.get("v1", "Pod", "gpu-operator-smoke-nvidia-smi", "gpu-operator") is None, "smoke pod cleaned up"
+    summary = first.result("What was written and which versions are pinned")["msg"]
+    assert summary[0] == "Delivery: direct install on the cluster"
+    assert "gpu-operator chart (gpu-operator) = v26.7.0" in summary[2]
+
+    second = runner.run()
+    assert second.failed == 0, second.failure_messages()
+    assert second.changed == 0, second.changed_tasks()
+
+    api.clear_log()
+    repo.clear()
+    check = runner.run("--check")
+    assert check.failed == 0, check.failure_messages()
+    assert check.changed == 0, check.changed_tasks()
+    assert api_writes(api) == []
+    assert repo.count() == 0
+
+
+def test_values_follow_the_inventory(direct_site):
+    runner, api, repo = direct_site()
+    result = runner.run(gpu_operator_driver_enabled=False, gpu_operator_mig_strategy="mixed",
+                        gpu_operator_dcgm_exporter_enabled=False)
+    assert result.failed == 0, result.failure_messages()
+    spec = api.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")["spec"]
+    assert spec["driver"]["enabled"] is False and spec["mig"]["strategy"] == "mixed"
+    assert spec["dcgmExporter"]["enabled"] is False
+    assert api.store.get("apps/v1", "DaemonSet", "nvidia-driver-daemonset", "gpu-operator") is None
+
+
+def test_cluster_policy_never_ready_names_the_operands(direct_site):
+    runner, api, repo = direct_site(never_ready=("nvidia-driver-daemonset",))
+    result = runner.run()
+    assert result.failed == 1
+    msg = result.failure_messages()[-1]
+    assert "ClusterPolicy is not ready after 4s (state: notReady)" in msg
+    assert "nvidia-driver-daemonset (0/2 ready)" in msg
+    assert "nvidia-device-plugin-daemonset" not in msg
+
+
+def test_smoke_pod_without_gpu_table_fails(direct_site):
+    runner, api, repo = direct_site(cuda_log="Failed to initialize NVML: Driver/library version mismatch\n")
+    result = runner.run()
+    assert result.failed == 1
+    msg = result.failure_messages()[-1]
+    assert "without a GPU table" in msg and "Driver/library version mismatch" in msg
+    assert api.store.get("v1", "Pod", "gpu-operator-smoke-nvidia-smi", "gpu-operator") is None
+
+
+def test_old_kubernetes_is_refused_before_any_write(direct_site):
+    runner, api, repo = direct_site(git_version="v1.29.4")
+    result = runner.run()
+    assert result.failed == 1
+    msg = result.failure_messages()[-1]
+    assert "Kubernetes v1.29.4 is older than gpu_operator_min_kubernetes_version (1.30)" in msg
+    assert api_writes(api) == []
+
+
+def test_second_gpu_operator_elsewhere_is_refused_before_any_write(direct_site):
+    runner, api, repo = direct_site()
+    api.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "nvidia-gpu-operator"}})
+    first = runner.run(gpu_operator_namespace="nvidia-gpu-operator", gpu_operator_wait=False)
+    assert first.failed == 0, first.failure_messages()
+    api.clear_log()
+    result = runner.run(gpu_operator_namespace="gpu-operator", gpu_operator_wait=True)
+    assert result.failed == 1
+    msg = result.failure_messages()[-1]
+    assert "nvidia-gpu-operator/gpu-operator" in msg and "already released elsewhere" in msg
+    assert api_writes(api) == []
+
+
+@pytest.mark.parametrize("over, words", [
+    ({"gpu_operator_rdma_use_host_mofed": True}, "gpu_operator_rdma_use_host_mofed: is true but gpu_operator_rdma_enabled is false"),
+    ({"gpu_operator_rdma_enabled": True, "gpu_operator_driver_enabled": False}, "gpu_operator_rdma_enabled: needs the operator-managed driver"),
+    ({"gpu_operator_mig_strategy": "all"}, "gpu_operator_mig_strategy"),
+    ({"gpu_operator_chart_version": "latest"}, "chart_version: 'latest' is not a version"),
+])
+def test_bad_choices_fail_before_any_write(direct_site, over, words):
+    runner, api, repo = direct_site()
+    result = runner.run(**over)
+    assert result.failed == 1
+    assert any(words in m for m in result.failure_messages()), result.failure_messages()
+    assert api_writes(api) == []
