@@ -27,6 +27,7 @@ class PlayResult:
 
     def __init__(self, proc):
         self.rc = proc.returncode
+        self.stdout = proc.stdout
         self.stderr = proc.stderr
         try:
             self.data = json.loads(proc.stdout)

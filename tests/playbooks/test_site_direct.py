@@ -25,7 +25,7 @@ def test_install_wait_smoke_then_idempotent_then_check_mode(direct_site):
     assert api.store.get("v1", "Pod", "gpu-operator-smoke-nvidia-smi", "gpu-operator") is None, "smoke pod cleaned up"
     summary = first.result("What was written and which versions are pinned")["msg"]
     assert summary[0] == "Delivery: direct install on the cluster"
-    assert "gpu-operator chart (gpu-operator) = v26.7.0" in summary[2]
+    assert "gpu-operator chart = gpu-operator v26.7.0" in summary[2]
 
     second = runner.run()
     assert second.failed == 0, second.failure_messages()

@@ -17,6 +17,9 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm_r
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 MIG_STRATEGIES = ("none", "single", "mixed")
+# Components whose chart values take imagePullSecrets in v26.7 (dcgmExporter does not).
+PULL_SECRET_COMPONENTS = ("operator", "validator", "driver", "toolkit", "devicePlugin", "gfd", "migManager",
+                          "nodeStatusExporter", "gds", "gdrcopy")
 DRIVER_VERSION = re.compile(r"^\d{3}\.\d{1,3}(\.\d{1,3})?$")
 KUBE_VERSION = re.compile(r"^v?(\d+)\.(\d+)")
 
@@ -76,8 +79,7 @@ def build_values(settings):
     secrets = settings.get("image_pull_secrets") or []
     if secrets:
         names = [validate.dns_label("gpu_operator_image_pull_secrets", s, 253) for s in secrets]
-        for component in ("operator", "driver", "toolkit", "devicePlugin", "dcgmExporter", "migManager", "gfd",
-                          "validator", "nodeStatusExporter"):
+        for component in PULL_SECRET_COMPONENTS:
             values.setdefault(component, {})["imagePullSecrets"] = list(names)
     extra = settings.get("extra_values") or {}
     if not isinstance(extra, dict):

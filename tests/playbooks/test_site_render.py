@@ -1,0 +1,91 @@
+"""site.yml in render mode (the offline default): the GitOps bundle, validated and built with kustomize."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+import yaml
+
+from tests.fakes.charts import TOOLS_BIN
+from tests.playbooks.conftest import SiteRunner, site_env
+from tests.schema import crdschema
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def render_site(tmp_path, helm_env):
+    out = tmp_path / "platform"
+    runner = SiteRunner(tmp_path, site_env(helm_env), {"gpu_platform_render_to": str(out)})
+    return runner, out
+
+
+def bundle(out):
+    return {name: yaml.safe_load((out / name).read_text()) for name in sorted(os.listdir(out))}
+
+
+def kustomize(out):
+    proc = subprocess.run([str(TOOLS_BIN / "kubectl"), "kustomize", str(out)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return list(yaml.safe_load_all(proc.stdout))
+
+
+@pytest.mark.parametrize("fmt, kinds", [
+    ("flux", ["HelmRelease", "HelmRepository", "Namespace"]),
+    ("argocd", ["Application"]),
+])
+def test_bundle_is_valid_idempotent_and_builds(render_site, shared_dir, fmt, kinds):
+    runner, out = render_site
+    first = runner.run(gpu_platform_render_format=fmt)
+    assert first.failed == 0, first.failure_messages() or first.debug_text()
+    assert first.changed > 0
+    files = bundle(out)
+    assert "kustomization.yaml" in files
+    objects = kustomize(out)
+    assert sorted(o["kind"] for o in objects) == kinds
+    for obj in objects:
+        if obj["kind"] == "Namespace":
+            crdschema.validate_core(obj)
+        else:
+            crdschema.validate(obj)
+    summary = first.result("What was written and which versions are pinned")["msg"]
+    assert summary[0].startswith("Delivery: GitOps bundle in %s (%s)" % (out, fmt))
+    assert "kustomization.yaml" in summary[1] and "gpu-operator v26.7.0" in summary[2]
+
+    second = runner.run()
+    assert second.failed == 0 and second.changed == 0, second.changed_tasks()
+
+    check = runner.run("--check")
+    assert check.failed == 0 and check.changed == 0, check.changed_tasks()
+
+
+def test_namespace_is_privileged_and_values_follow_the_inventory(render_site, shared_dir):
+    runner, out = render_site
+    result = runner.run(gpu_operator_driver_enabled=False, gpu_operator_mig_strategy="mixed",
+                        gpu_operator_device_plugin_config={"name": "time-slicing-config", "default": "any"},
+                        gpu_operator_image_pull_secrets=["ngc-pull"])
+    assert result.failed == 0, result.failure_messages()
+    files = bundle(out)
+    assert files["namespace-gpu-operator.yaml"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    release = files["helmrelease-gpu-operator-gpu-operator.yaml"]
+    assert release["spec"]["chart"]["spec"]["version"] == "v26.7.0"
+    values = release["spec"]["values"]
+    assert values["driver"]["enabled"] is False and values["driver"]["nvidiaDriverCRD"] == {"enabled": False}
+    assert "rdma" not in values["driver"]
+    assert values["mig"] == {"strategy": "mixed"}
+    assert values["devicePlugin"]["config"] == {"name": "time-slicing-config", "default": "any"}
+    assert values["operator"]["imagePullSecrets"] == ["ngc-pull"]
+    defaults = os.path.join(shared_dir, "upstream", "gpu-operator", "values.default.yaml")
+    assert crdschema.check_values_keys(values, defaults) == []
+
+
+def test_registry_credentials_are_never_rendered_or_logged(render_site):
+    runner, out = render_site
+    result = runner.run(gpu_operator_registry_credentials=[
+        {"name": "ngc-pull", "registry": "nvcr.io", "username": "$oauthtoken", "password": "s3cr3t-token"}])
+    assert result.failed == 0, result.failure_messages()
+    assert "s3cr3t-token" not in result.stdout + result.stderr
+    for text in (p.read_text() for p in out.iterdir()):
+        assert "s3cr3t-token" not in text
+    assert bundle(out)["helmrelease-gpu-operator-gpu-operator.yaml"]["spec"]["values"]["driver"]["imagePullSecrets"] == ["ngc-pull"]
