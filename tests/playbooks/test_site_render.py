@@ -89,3 +89,18 @@ def test_registry_credentials_are_never_rendered_or_logged(render_site):
     for text in (p.read_text() for p in out.iterdir()):
         assert "s3cr3t-token" not in text
     assert bundle(out)["helmrelease-gpu-operator-gpu-operator.yaml"]["spec"]["values"]["driver"]["imagePullSecrets"] == ["ngc-pull"]
+
+
+@pytest.mark.parametrize("inventory", ["aks", "baremetal"])
+def test_example_inventories_choices_are_valid(render_site, shared_dir, inventory):
+    """The annotated example inventories' choices build valid values (rendered here instead of installed)."""
+    runner, out = render_site
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "inventories", inventory, "group_vars", "all", "platform.yml")
+    with open(path, encoding="utf-8") as handle:
+        choices = {k: v for k, v in yaml.safe_load(handle).items() if not k.startswith("gpu_platform_")}
+    result = runner.run(**choices)
+    assert result.failed == 0, result.failure_messages()
+    values = bundle(out)["helmrelease-gpu-operator-gpu-operator.yaml"]["spec"]["values"]
+    assert values["driver"]["enabled"] is choices["gpu_operator_driver_enabled"]
+    defaults = os.path.join(shared_dir, "upstream", "gpu-operator", "values.default.yaml")
+    assert crdschema.check_values_keys(values, defaults) == []

@@ -35,3 +35,11 @@ def test_specs_and_defaults_agree(role):
             assert isinstance(value, TYPES[spec["type"]]), "%s: default %r is not a %s" % (name, value, spec["type"])
         if "choices" in spec and not (isinstance(value, str) and "{{" in value):
             assert value in spec["choices"], name
+
+
+def test_role_readmes_are_generated_from_the_specs():
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "role_readme.py"), "--check"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
