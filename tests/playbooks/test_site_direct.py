@@ -18,7 +18,7 @@ def test_install_wait_smoke_then_idempotent_then_check_mode(direct_site):
     assert policy["spec"]["driver"]["enabled"] is True and policy["spec"]["mig"]["strategy"] == "single"
     ns = api.store.get("v1", "Namespace", "gpu-operator")
     assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
-    release = [s for s in api.store.list("v1", "Secret", "gpu-operator", label_selector="owner=helm,status=deployed")]
+    release = api.store.list("v1", "Secret", "gpu-operator", label_selector="owner=helm,status=deployed")
     assert len(release) == 1 and release[0]["metadata"]["labels"]["name"] == "gpu-operator"
     smoke = first.result("The log must show the GPU table")
     assert "NVIDIA-SMI 595.91.07" in smoke["msg"]
