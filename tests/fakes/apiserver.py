@@ -171,6 +171,12 @@ class FakeApiServer:
         with self._lock:
             self.request_log.clear()
 
+    def writes(self):
+        """Logged requests that changed (or tried to change) something; server-side dry-runs excluded."""
+        with self._lock:
+            return [r for r in self.request_log if r["method"] in ("POST", "PUT", "PATCH", "DELETE")
+                    and "All" not in str(r["query"].get("dryRun", ""))]
+
     # ------------------------------------------------------------ controllers and logs
 
     def add_controller(self, controller):

@@ -52,11 +52,6 @@ class HelmModuleEnv:
             secret["metadata"]["labels"]["status"] = status
         self.api.store.modify("v1", "Secret", "sh.helm.release.v1.%s.v%d" % (name, revision), change, namespace)
 
-    def writes(self):
-        """Requests to the fake API that would change something (dry-runs excluded)."""
-        return [r for r in self.api.request_log
-                if r["method"] in ("POST", "PUT", "PATCH", "DELETE") and "All" not in str(r["query"].get("dryRun", ""))]
-
 
 def decode_release(secret):
     payload = base64.b64decode(secret["data"]["release"])

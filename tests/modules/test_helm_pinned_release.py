@@ -15,7 +15,7 @@ def test_check_mode_install_writes_nothing(hm):
     assert result["changed"] and result["action"] == "install"
     assert "version: 1.0.0" in result["diff"]["after"] and result["diff"]["before"] == ""
     assert hm.release_secrets() == []
-    assert hm.writes() == []
+    assert hm.api.writes() == []
     assert hm.repo.count() == 0, "check mode must not fetch the chart"
 
 
@@ -35,7 +35,7 @@ def test_install_then_noop_never_touches_the_repository(hm):
     assert not failed, again
     assert again["changed"] is False and again["action"] == "none"
     assert hm.repo.count() == 0
-    assert hm.writes() == []
+    assert hm.api.writes() == []
     assert [c.split()[1] for c in again["commands"]] == ["list", "get"]
     assert sorted(hm.releases()) == [1]
 
@@ -145,7 +145,7 @@ def test_second_release_of_same_chart_in_another_namespace_is_refused(hm):
     failed, result = hm.run(release_name="second", release_namespace="team-b")
     assert failed
     assert "team-a/first" in result["msg"] and "uninstall it first" in result["msg"]
-    assert hm.writes() == []
+    assert hm.api.writes() == []
     assert hm.release_secrets("second", "team-b") == []
 
 

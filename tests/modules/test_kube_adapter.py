@@ -16,10 +16,6 @@ def client(fake_api):
     return kube.KubeClient(kubeconfig=fake_api.kubeconfig)
 
 
-def writes(api):
-    return [r for r in api.request_log if r["method"] in ("POST", "PUT", "PATCH", "DELETE")
-            and "All" not in str(r["query"].get("dryRun", ""))]
-
 
 def test_apply_creates_then_updates(client, fake_api):
     created = client.apply(CM)
@@ -36,7 +32,7 @@ def test_dry_run_apply_stores_nothing(client, fake_api):
     result = client.apply(CM, dry_run=True)
     assert result["data"] == {"k": "v"}
     assert fake_api.store.get("v1", "ConfigMap", "c", "default") is None
-    assert writes(fake_api) == []
+    assert fake_api.writes() == []
 
 
 def test_get_list_selectors(client, fake_api):
@@ -75,7 +71,7 @@ def test_ensure_namespace(client, fake_api):
     assert client.ensure_namespace("gpu", labels)[0] is True
     fake_api.clear_log()
     assert client.ensure_namespace("gpu", labels) == (False, expected, expected)
-    assert writes(fake_api) == []
+    assert fake_api.writes() == []
 
 
 def test_unserved_kind_is_a_clear_error(client):

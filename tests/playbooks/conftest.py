@@ -146,8 +146,3 @@ def direct_site(tmp_path, helm_env, gpu_cluster_factory):
         return runner, api, repo
 
     return make
-
-
-def api_writes(api):
-    return [r for r in api.request_log if r["method"] in ("POST", "PUT", "PATCH", "DELETE")
-            and "All" not in str(r["query"].get("dryRun", ""))]

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.playbooks.conftest import api_writes
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +35,7 @@ def test_install_wait_smoke_then_idempotent_then_check_mode(direct_site):
     check = runner.run("--check")
     assert check.failed == 0, check.failure_messages()
     assert check.changed == 0, check.changed_tasks()
-    assert api_writes(api) == []
+    assert api.writes() == []
     assert repo.count() == 0
 
 
@@ -76,7 +75,7 @@ def test_old_kubernetes_is_refused_before_any_write(direct_site):
     assert result.failed == 1
     msg = result.failure_messages()[-1]
     assert "Kubernetes v1.29.4 is older than gpu_operator_min_kubernetes_version (1.30)" in msg
-    assert api_writes(api) == []
+    assert api.writes() == []
 
 
 def test_second_gpu_operator_elsewhere_is_refused_before_any_write(direct_site):
@@ -89,7 +88,7 @@ def test_second_gpu_operator_elsewhere_is_refused_before_any_write(direct_site):
     assert result.failed == 1
     msg = result.failure_messages()[-1]
     assert "nvidia-gpu-operator/gpu-operator" in msg and "already released elsewhere" in msg
-    assert api_writes(api) == []
+    assert api.writes() == []
 
 
 @pytest.mark.parametrize("over, words", [
@@ -103,4 +102,4 @@ def test_bad_choices_fail_before_any_write(direct_site, over, words):
     result = runner.run(**over)
     assert result.failed == 1
     assert any(words in m for m in result.failure_messages()), result.failure_messages()
-    assert api_writes(api) == []
+    assert api.writes() == []
