@@ -238,3 +238,15 @@ def test_missing_namespace_without_create_namespace_fails_clearly(hm):
     assert result["msg"].startswith("helm upgrade failed")
     assert 'namespaces "nowhere" not found' in result["msg"]
     assert result["release"]["status"] == "absent"
+
+
+def test_pending_upgrade_whose_good_revision_is_desired_needs_no_upgrade(hm):
+    hm.run()
+    hm.run(chart_version="1.1.0")
+    hm.set_release_status(2, "pending-upgrade")
+    failed, result = hm.run(chart_version="1.0.0")
+    assert not failed, result
+    assert result["repair"] == "rollback"
+    assert [c.split()[1] for c in result["commands"]].count("upgrade") == 0
+    assert result["release"]["version"] == "1.0.0" and result["release"]["status"] == "deployed"
+    assert result["release"]["revision"] == 3

@@ -219,6 +219,9 @@ class ReleaseRunner:
         request = self.request
         if plan.repair == "rollback":
             self.helm.rollback(request.name, request.namespace, plan.rollback_to, request.wait, request.wait_timeout)
+            restored = domain.find_release(self.helm.list_releases(), request.name, request.namespace)
+            if domain.plan_present(request, restored, self.helm.get_values(request.name, request.namespace)).action == "none":
+                return domain.release_summary(request, restored)  # the good revision was already the desired one
         elif plan.repair == "uninstall":
             self.helm.uninstall(request.name, request.namespace, request.wait, request.wait_timeout)
         chart_arg, repo_url = self._chart_argument()
