@@ -16,7 +16,6 @@ def client(fake_api):
     return kube.KubeClient(kubeconfig=fake_api.kubeconfig)
 
 
-
 def test_apply_creates_then_updates(client, fake_api):
     created = client.apply(CM)
     assert created["metadata"]["uid"] and created["data"] == {"k": "v"}
