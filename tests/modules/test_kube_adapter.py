@@ -113,3 +113,16 @@ def test_wait_for_returns_when_ready():
     clock = FakeClock()
     values = iter([{"s": 1}, {"s": 2}, {"s": 3}])
     assert kube.wait_for(lambda: next(values), lambda v: v["s"] == 3, timeout=60, clock=clock) == {"s": 3}
+
+
+def test_apply_objects_writes_only_what_changes(client, fake_api):
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d", "namespace": "default"}, "data": {"x": "y"}}
+    changed, diffs = client.apply_objects([CM, other], check_mode=True)
+    assert changed == ["ConfigMap default/c", "ConfigMap default/d"] and diffs[0]["before"] == {}
+    assert fake_api.writes() == []
+    client.apply_objects([CM, other])
+    fake_api.clear_log()
+    changed, diffs = client.apply_objects([CM, dict(other, data={"x": "z"})])
+    assert changed == ["ConfigMap default/d"]
+    assert diffs[0]["before"]["data"] == {"x": "y"} and diffs[0]["after"]["data"] == {"x": "z"}
+    assert len(fake_api.writes()) == 1

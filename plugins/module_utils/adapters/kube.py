@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import time
 
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects as domain_objects
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ToolError
 
 FIELD_MANAGER = "gpu-platform"
@@ -168,6 +169,28 @@ class KubeClient:
             return False
         except self._exceptions.DynamicApiError as exc:
             raise ToolError("delete %s %s failed: %s %s" % (kind, name, exc.status, _api_message(exc)))
+
+    def apply_objects(self, objs, check_mode=False):
+        """Server-side apply each object that would change; returns (changed identities, diffs).
+
+        Each object is first applied with server-side dry-run and the answer compared with what
+        the cluster holds, so an unchanged object causes no write and no new resourceVersion.
+        """
+        changed, diffs = [], []
+        for obj in objs:
+            meta = obj.get("metadata") or {}
+            current = self.get(obj["apiVersion"], obj["kind"], meta.get("name"), meta.get("namespace"))
+            proposed = self.apply(obj, dry_run=True)
+            if not domain_objects.differs(current, proposed):
+                continue
+            name = domain_objects.identity(obj)
+            changed.append(name)
+            diffs.append({"before_header": name, "after_header": name,
+                          "before": domain_objects.comparable(current) or {},
+                          "after": domain_objects.comparable(proposed)})
+            if not check_mode:
+                self.apply(obj)
+        return changed, diffs
 
     def ensure_namespace(self, name, labels, dry_run=False):
         """Create the namespace or add missing labels. Returns (changed, before, after) labels."""

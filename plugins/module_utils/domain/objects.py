@@ -1,0 +1,39 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Comparing Kubernetes objects as the server returns them.
+
+Private to the collection: not a public API. Pure: standard library only.
+"""
+
+from __future__ import annotations
+
+import copy
+
+SERVER_METADATA = ("resourceVersion", "uid", "generation", "creationTimestamp", "managedFields", "selfLink")
+
+
+def comparable(obj):
+    """The object without the fields the server sets on every write (and without status)."""
+    if obj is None:
+        return None
+    out = copy.deepcopy(obj)
+    out.pop("status", None)
+    meta = out.get("metadata") or {}
+    for key in SERVER_METADATA:
+        meta.pop(key, None)
+    annotations = meta.get("annotations") or {}
+    annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    if not annotations:
+        meta.pop("annotations", None)
+    return out
+
+
+def differs(current, proposed):
+    """True when applying would change the object (``proposed`` is the server's dry-run answer)."""
+    return comparable(current) != comparable(proposed)
+
+
+def identity(obj):
+    meta = obj.get("metadata") or {}
+    return "%s %s%s" % (obj.get("kind"), (meta.get("namespace") + "/") if meta.get("namespace") else "", meta.get("name"))
