@@ -15,9 +15,11 @@ from tests.fakes.chart_repo import ChartRepoServer
 from tests.fakes.clock import FakeClock
 from tests.fakes.controllers import default_controllers
 from tests.fakes.gpu_operator import SimulatedCudaPods, SimulatedGpuOperator, gpu_node
+from tests.fakes.network_operator import SimulatedNetworkOperator
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU_OPERATOR_CHART = FIXTURE_CHARTS_DIR / "gpu-operator"
+NETWORK_OPERATOR_CHART = FIXTURE_CHARTS_DIR / "network-operator"
 PLAYBOOK = str(ROOT / "site.yml")
 assert DEMO_CHART_DIR.exists()
 
@@ -108,19 +110,25 @@ def gpu_operator_chart(chart_cache):
     return chart_cache.get(GPU_OPERATOR_CHART, version="v26.7.0")
 
 
+@pytest.fixture(scope="session")
+def network_operator_chart(chart_cache):
+    return chart_cache.get(NETWORK_OPERATOR_CHART, version="26.4.1")
+
+
 @pytest.fixture
-def gpu_cluster_factory(fake_api_factory, gpu_operator_chart):
+def gpu_cluster_factory(fake_api_factory, gpu_operator_chart, network_operator_chart):
     """A fake cluster with two GPU nodes, a simulated GPU Operator and CUDA pods, and a chart repository."""
     repos = []
 
-    def make(never_ready=(), git_version="v1.34.1", cuda_log=None):
+    def make(never_ready=(), git_version="v1.34.1", cuda_log=None, network_stuck=()):
         extra = [SimulatedGpuOperator(never_ready=never_ready),
+                 SimulatedNetworkOperator(ready_after=0, stuck=network_stuck),
                  SimulatedCudaPods(**({"log": cuda_log} if cuda_log is not None else {}))]
         api = fake_api_factory(clock=FakeClock(), require_namespaces=True, git_version=git_version,
                                controllers=extra + default_controllers())
         for name in ("gpu-node-1", "gpu-node-2"):
             api.store.create(gpu_node(name))
-        repo = ChartRepoServer([gpu_operator_chart]).start()
+        repo = ChartRepoServer([gpu_operator_chart, network_operator_chart]).start()
         repos.append(repo)
         api.clear_log()
         return api, repo
@@ -139,6 +147,8 @@ def direct_site(tmp_path, helm_env, gpu_cluster_factory):
         runner = SiteRunner(tmp_path, site_env(helm_env), {
             "gpu_platform_kubeconfig": api.kubeconfig,
             "gpu_operator_chart_repo_url": repo.url,
+            "network_operator_chart_repo_url": repo.url,
+            "network_operator_wait_timeout": 6,
             "gpu_operator_wait_timeout": 4,
             "gpu_operator_wait_interval": 1,
             "gpu_operator_smoke_timeout": 10,

@@ -103,3 +103,35 @@ def test_bad_choices_fail_before_any_write(direct_site, over, words):
     assert result.failed == 1
     assert any(words in m for m in result.failure_messages()), result.failure_messages()
     assert api.writes() == []
+
+
+NETWORK = {"network_operator_mode": "rdma_shared",
+           "network_operator_selectors": {"vendors": ["15b3"], "link_type": "infiniband", "interfaces": ["ibs1f0"]}}
+
+
+def test_network_layer_goes_first_and_the_gpu_operator_gets_rdma(direct_site):
+    runner, api, repo = direct_site()
+    result = runner.run(gpu_operator_rdma_enabled=True, **NETWORK)
+    assert result.failed == 0, result.failure_messages() or result.debug_text()
+    policy = api.store.get("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy")
+    assert policy["status"]["state"] == "ready"
+    operator = api.store.get("apps/v1", "Deployment", "network-operator", "nvidia-network-operator")
+    assert operator["metadata"]["labels"]["nfd-enabled"] == "false", "one NFD: the GPU Operator's"
+    assert api.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")["spec"]["driver"]["rdma"]["enabled"] is True
+    paths = [r["path"] for r in api.writes()]
+    policy_write = next(i for i, p in enumerate(paths) if "nicclusterpolicies" in p)
+    gpu_release_write = next(i for i, p in enumerate(paths) if "/namespaces/gpu-operator/secrets" in p)
+    assert policy_write < gpu_release_write, "the GPU Operator must go on after the NicClusterPolicy"
+    shown = result.result("What pods must request for RDMA, and an example pod")["msg"]
+    assert '{"rdma/shared_ib": 1}' in shown[0] and "IPC_LOCK" in shown[1]
+    again = runner.run()
+    assert again.failed == 0 and again.changed == 0, again.changed_tasks()
+
+
+def test_network_policy_never_ready_stops_before_the_gpu_operator(direct_site):
+    runner, api, repo = direct_site(network_stuck=("state-OFED",))
+    result = runner.run(**NETWORK)
+    assert result.failed == 1
+    msg = result.failure_messages()[-1]
+    assert "NicClusterPolicy nic-cluster-policy is not ready after 6s" in msg and "state-OFED=notReady" in msg
+    assert api.store.list("v1", "Secret", "gpu-operator", label_selector="owner=helm") == []

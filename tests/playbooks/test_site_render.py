@@ -104,3 +104,46 @@ def test_example_inventories_choices_are_valid(render_site, shared_dir, inventor
     assert values["driver"]["enabled"] is choices["gpu_operator_driver_enabled"]
     defaults = os.path.join(shared_dir, "upstream", "gpu-operator", "values.default.yaml")
     assert crdschema.check_values_keys(values, defaults) == []
+
+
+def test_bundle_with_the_network_layer(render_site, shared_dir):
+    runner, out = render_site
+    result = runner.run(network_operator_mode="rdma_shared",
+                        network_operator_selectors={"vendors": ["15b3"], "link_type": "infiniband", "interfaces": ["ibs1f0"]})
+    assert result.failed == 0, result.failure_messages()
+    objects = kustomize(out)
+    kinds = sorted(o["kind"] for o in objects)
+    assert kinds == ["HelmRelease", "HelmRelease", "HelmRepository", "HelmRepository", "IPPool", "IPoIBNetwork",
+                     "Namespace", "Namespace", "NicClusterPolicy"]
+    for obj in objects:
+        if obj["kind"] == "Namespace":
+            crdschema.validate_core(obj)
+        else:
+            crdschema.validate(obj)
+    network = next(o for o in objects if o["kind"] == "HelmRelease" and o["metadata"]["name"] == "network-operator")
+    assert network["spec"]["chart"]["spec"]["version"] == "26.4.1"
+    assert network["spec"]["values"]["nfd"] == {"enabled": False}, "one NFD: the GPU Operator's"
+    defaults = os.path.join(shared_dir, "upstream", "network-operator", "values.default.yaml")
+    assert crdschema.check_values_keys(network["spec"]["values"], defaults) == []
+    again = runner.run()
+    assert again.failed == 0 and again.changed == 0, again.changed_tasks()
+
+
+def test_known_broken_versions_stop_the_play_before_anything_is_written(render_site):
+    runner, out = render_site
+    result = runner.run(gpu_operator_chart_version="v24.9.2", network_operator_mode="rdma_shared",
+                        network_operator_selectors={"vendors": ["15b3"], "interfaces": ["ibs1f0"]})
+    assert result.failed == 1
+    msg = result.failure_messages()[-1]
+    assert "GPU Operator v24.9.2" in msg and "Network Operator 26.4.1" in msg
+    assert "kubernetes2640" in msg, "the refusal cites its source"
+    assert not out.exists()
+
+
+def test_unknown_combination_warns_and_goes_on(render_site):
+    runner, out = render_site
+    result = runner.run(network_operator_mode="rdma_shared",
+                        network_operator_selectors={"vendors": ["15b3"], "interfaces": ["ibs1f0"]})
+    assert result.failed == 0
+    warnings = result.result("Combinations the matrix does not know (not a failure; check them yourself)")["msg"]
+    assert any("Unverified combination" in w for w in warnings)

@@ -1,0 +1,26 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Platform-wide filters; the logic is in module_utils/domain/versions.py."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import versions
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
+
+
+def version_matrix_check(combo):
+    """Warnings for an unknown combination, [] for a known-good one; a known-broken one fails with its sources."""
+    try:
+        return versions.assert_supported({k: v for k, v in combo.items() if v not in (None, "", [])})
+    except GpuPlatformError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+class FilterModule:
+    """Platform filters."""
+
+    def filters(self):
+        return {"version_matrix_check": version_matrix_check}

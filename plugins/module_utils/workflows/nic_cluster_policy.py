@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""params -> plan -> apply -> wait -> result for nic_cluster_policy.
+
+Private to the collection: not a public API. The pure parts are domain/nic_policy.py; this
+ties them to the kube and render adapters. The clock is injectable for tests.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import render as render_adapter
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import WaitTimeout, wait_for
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops, nic_policy, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
+
+POLICY = ("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy")
+
+
+def _outputs(request):
+    return {"pod_resources": nic_policy.pod_resources(request), "example_pod": nic_policy.example_pod(request),
+            "network": {"name": request.network_name, "namespace": request.network_namespace},
+            "warnings": list(request.warnings)}
+
+
+def run_render(request, objects, directory, state, check_mode):
+    names = [gitops.file_name(obj) for obj in objects]
+    if state == "absent":
+        removed, diffs = render_adapter.remove_files(directory, names, check_mode)
+        return {"changed": bool(removed), "rendered": {"directory": directory, "files": [], "changed_files": removed},
+                "diff": diffs}
+    changed, diffs, files = render_adapter.write_objects(directory, objects, gitops.file_name,
+                                                         "nic_cluster_policy " + request.mode, check_mode)
+    result = {"changed": bool(changed), "objects": objects, "diff": diffs,
+              "rendered": {"directory": directory, "files": files, "changed_files": changed}}
+    result.update(_outputs(request))
+    return result
+
+
+def wait_ready(kube, timeout, clock=None, interval=2.0):
+    """Wait for the NicClusterPolicy to be ready; the time-out names each component's state."""
+    def fetch():
+        return kube.get(POLICY[0], POLICY[1], POLICY[2])
+
+    try:
+        return wait_for(fetch, lambda p: p is not None and nic_policy.policy_ready(p), timeout, clock, interval,
+                        describe=lambda p: nic_policy.describe_states(p) if p else "no NicClusterPolicy")
+    except WaitTimeout as exc:
+        last = exc.details.get("last")
+        raise GpuPlatformError(
+            "NicClusterPolicy nic-cluster-policy is not ready after %ss: %s. Fix: kubectl -n <network operator "
+            "namespace> get pods and read the log of the component that is not ready (a DOCA driver that does not "
+            "build for the node's kernel is the usual cause)" % (timeout, nic_policy.describe_states(last) if last else
+                                                                "no NicClusterPolicy"),
+            states=nic_policy.component_states(last) if last else {})
+
+
+def _given(params):
+    """Options the user gave (AnsibleModule fills unset options and suboptions with None)."""
+    out = {k: v for k, v in params.items() if v is not None}
+    if isinstance(out.get("selectors"), dict):
+        out["selectors"] = {k: v for k, v in out["selectors"].items() if v is not None}
+    return out
+
+
+def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):
+    params = _given(params)
+    request = nic_policy.build_request(params)
+    timeout = validate.duration_seconds("wait_timeout", params.get("wait_timeout") or 600)
+    objects = nic_policy.render(request)
+    state = params.get("state") or "present"
+    if params.get("render_to"):
+        return run_render(request, objects, params["render_to"], state, check_mode)
+    kube = kube_factory()
+    if state == "absent":
+        removed = [o for o in reversed(objects) if kube.delete(o["apiVersion"], o["kind"], o["metadata"]["name"],
+                                                                o["metadata"].get("namespace"), dry_run=check_mode)]
+        return {"changed": bool(removed), "removed": [gitops.file_name(o) for o in removed]}
+    changed, diffs = kube.apply_objects(objects, check_mode)
+    result = {"changed": bool(changed), "changed_objects": changed, "objects": objects,
+              "diff": [{"before_header": d["before_header"], "after_header": d["after_header"],
+                        "before": render_adapter.to_yaml(d["before"]) if d["before"] else "",
+                        "after": render_adapter.to_yaml(d["after"])} for d in diffs]}
+    result.update(_outputs(request))
+    if params.get("wait") and not check_mode:
+        policy = wait_ready(kube, timeout, clock, interval)
+        result["states"] = nic_policy.component_states(policy)
+    return result

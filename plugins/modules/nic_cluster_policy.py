@@ -1,0 +1,234 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nic_cluster_policy
+short_description: The Network Operator's NicClusterPolicy and secondary network for RDMA into pods
+version_added: 0.1.0
+description:
+  - Renders, validates, applies (server-side apply) and waits for the NVIDIA Network Operator's C(NicClusterPolicy)
+    (the cluster singleton C(nic-cluster-policy)) and the secondary network object that goes with it, for one of
+    three modes.
+  - V(sriov) - SR-IOV device plugin; pods claim C(rdma/ib) (one VF per NIC) and attach a C(HostDeviceNetwork).
+  - V(rdma_shared) - RDMA shared device plugin; pods claim C(rdma/shared_ib) and up to O(rdma_hca_max) pods share
+    all selected NICs.
+  - V(ipoib) - pods join an C(IPoIBNetwork) through the annotation C(k8s.v1.cni.cncf.io/networks).
+  - Component images are pinned and belong to O(network_operator_version); an unknown version is refused.
+  - Every bad input is refused before anything is written, with a message that names the option and the fix.
+  - With O(wait), waits until C(status.state) is C(ready); a time-out reports each component's state.
+  - Network Operator 26.4 no longer deploys whereabouts from the policy; with O(ipam=whereabouts) the network uses it
+    and a warning says to install it separately.
+  - Returns the resources pods must request and a ready-to-use example pod for the mode.
+author:
+  - gpu_platform maintainers (@gpu-platform)
+extends_documentation_fragment:
+  - gpu_platform.cluster.kube_auth
+  - gpu_platform.cluster.wait
+  - gpu_platform.cluster.render
+attributes:
+  check_mode:
+    support: full
+    description: Objects are applied with server-side dry-run only; nothing is written.
+  diff_mode:
+    support: full
+    description: Each object that would change, before and after.
+options:
+  mode:
+    description: How RDMA reaches pods.
+    type: str
+    required: true
+    choices: [sriov, rdma_shared, ipoib]
+  network_operator_version:
+    description: The Network Operator version in use; the component images are pinned for it.
+    type: str
+    required: true
+  ofed_driver:
+    description: Run the DOCA/OFED driver container. V(false) uses the host's MOFED.
+    type: bool
+    default: true
+  ipam:
+    description: IP address management of the secondary network.
+    type: str
+    choices: [nv-ipam, whereabouts]
+    default: nv-ipam
+  ip_range:
+    description: CIDR of the secondary network, e.g. C(192.168.100.0/24).
+    type: str
+    required: true
+  ip_gateway:
+    description: Gateway inside O(ip_range), if any.
+    type: str
+  selectors:
+    description: Which NICs to use.
+    type: dict
+    default: {}
+    suboptions:
+      vendors:
+        description: PCI vendor IDs (4 hex digits). Mellanox/NVIDIA is C(15b3).
+        type: list
+        elements: str
+      device_ids:
+        description: PCI device IDs (4 hex digits).
+        type: list
+        elements: str
+      interfaces:
+        description: Interface names.
+        type: list
+        elements: str
+      link_type:
+        description: V(infiniband) or V(ether) (RoCE).
+        type: str
+  rdma_hca_max:
+    description: How many pods may share the NICs (V(rdma_shared) only).
+    type: int
+  resource_name:
+    description: Resource name after the C(rdma/) prefix; defaults to C(shared_ib) (rdma_shared) or C(ib) (sriov).
+    type: str
+  network_name:
+    description: Name of the secondary network object, used in the pods' network annotation.
+    type: str
+    default: rdma-net
+  network_namespace:
+    description: Namespace of the pods that attach to the network.
+    type: str
+    default: default
+  ipoib_master:
+    description: The IPoIB parent interface (required for V(ipoib)), e.g. C(ibs1f0).
+    type: str
+  nv_ipam_pool:
+    description: NV-IPAM pool name; defaults to O(network_name).
+    type: str
+  nv_ipam_block_size:
+    description: Addresses NV-IPAM hands each node from O(ip_range) (C(perNodeBlockSize)); default 16, capped by the range.
+    type: int
+  operator_namespace:
+    description: Namespace of the Network Operator (where NV-IPAM pools live).
+    type: str
+    default: nvidia-network-operator
+  state:
+    description: V(present) applies; V(absent) removes the policy and the network objects.
+    type: str
+    choices: [present, absent]
+    default: present
+requirements:
+  - kubernetes (Python library; not needed with O(render_to))
+seealso:
+  - module: gpu_platform.cluster.helm_pinned_release
+"""
+
+EXAMPLES = r"""
+- name: RDMA shared device plugin over InfiniBand, DOCA driver container, NV-IPAM
+  gpu_platform.cluster.nic_cluster_policy:
+    mode: rdma_shared
+    network_operator_version: 26.4.1
+    ip_range: 192.168.100.0/24
+    selectors:
+      vendors: ["15b3"]
+      link_type: infiniband
+      interfaces: [ibs1f0]
+    rdma_hca_max: 63
+    wait: true
+    wait_timeout: 15m
+  register: rdma
+
+- name: Show what pods must request
+  ansible.builtin.debug:
+    msg: "{{ rdma.pod_resources }}"
+
+- name: IPoIB with the host's MOFED and whereabouts, rendered for GitOps
+  gpu_platform.cluster.nic_cluster_policy:
+    mode: ipoib
+    network_operator_version: 26.4.1
+    ofed_driver: false
+    ipam: whereabouts
+    ip_range: 10.10.0.0/16
+    ipoib_master: ibs1f0
+    render_to: "{{ playbook_dir }}/build/platform"
+"""
+
+RETURN = r"""
+objects:
+  description: The objects applied (or rendered), in order.
+  returned: when O(state=present)
+  type: list
+  elements: dict
+changed_objects:
+  description: Which objects changed (or would change in check mode).
+  returned: when a cluster was contacted and O(state=present)
+  type: list
+  elements: str
+pod_resources:
+  description: Extended resources a pod must request for the mode (empty for V(ipoib)).
+  returned: when O(state=present)
+  type: dict
+  sample: {"rdma/shared_ib": 1}
+example_pod:
+  description: A ready-to-use Pod manifest for the mode (IPC_LOCK, GPU and RDMA requests, network annotation).
+  returned: when O(state=present)
+  type: dict
+network:
+  description: The secondary network's name and namespace.
+  returned: when O(state=present)
+  type: dict
+states:
+  description: Each component's state from the policy's status, after the wait.
+  returned: when O(wait=true)
+  type: dict
+rendered:
+  description: With O(render_to), the directory, the files and those that changed.
+  returned: with O(render_to)
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils import args as shared
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import nic_cluster_policy
+
+ARGUMENT_SPEC = shared.combine(
+    shared.KUBE_AUTH, shared.WAIT, shared.RENDER,
+    mode={"type": "str", "required": True, "choices": ["sriov", "rdma_shared", "ipoib"]},
+    network_operator_version={"type": "str", "required": True},
+    ofed_driver={"type": "bool", "default": True},
+    ipam={"type": "str", "choices": ["nv-ipam", "whereabouts"], "default": "nv-ipam"},
+    ip_range={"type": "str", "required": True},
+    ip_gateway={"type": "str"},
+    selectors={"type": "dict", "default": {}, "options": {
+        "vendors": {"type": "list", "elements": "str"},
+        "device_ids": {"type": "list", "elements": "str"},
+        "interfaces": {"type": "list", "elements": "str"},
+        "link_type": {"type": "str"},
+    }},
+    rdma_hca_max={"type": "int"},
+    resource_name={"type": "str"},
+    network_name={"type": "str", "default": "rdma-net"},
+    network_namespace={"type": "str", "default": "default"},
+    ipoib_master={"type": "str"},
+    nv_ipam_pool={"type": "str"},
+    nv_ipam_block_size={"type": "int"},
+    operator_namespace={"type": "str", "default": "nvidia-network-operator"},
+    state={"type": "str", "choices": ["present", "absent"], "default": "present"},
+)
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    auth = shared.kube_auth_params(module.params)
+    try:
+        result = nic_cluster_policy.run(module.params, lambda: KubeClient(**auth), module.check_mode)
+    except GpuPlatformError as exc:
+        module.fail_json(msg=exc.msg, **exc.details)
+    for warning in result.pop("warnings", []):
+        module.warn(warning)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""nic_cluster_policy against the fake cluster with a simulated Network Operator."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import nic_cluster_policy as workflow
+from tests.fakes.clock import FakeClock
+from tests.fakes.controllers import default_controllers
+from tests.fakes.network_operator import SimulatedNetworkOperator
+from tests.modules.harness import run_module
+from tests.schema import crdschema
+
+BASE = {"mode": "rdma_shared", "network_operator_version": "26.4.1", "ip_range": "192.168.100.0/24",
+        "selectors": {"vendors": ["15b3"], "link_type": "infiniband", "interfaces": ["ibs1f0"]}}
+
+
+@pytest.fixture
+def net_api(fake_api_factory):
+    clock = FakeClock()
+    operator = SimulatedNetworkOperator(ready_after=5.0)
+    api = fake_api_factory(clock=clock, controllers=[operator] + default_controllers())
+    api.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "nvidia-network-operator"}})
+    api.operator = operator
+    api.clear_log()
+    return api
+
+
+def run(api, check_mode=False, diff=False, **over):
+    params = dict(BASE, kubeconfig=api.kubeconfig, **over)
+    return run_module("nic_cluster_policy", params, check_mode=check_mode, diff=diff)
+
+
+def policy(api):
+    return api.store.get("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy")
+
+
+def test_check_mode_then_apply_then_idempotent(net_api):
+    failed, result = run(net_api, check_mode=True, diff=True)
+    assert not failed, result
+    assert result["changed"] and result["changed_objects"]
+    assert all(d["after"] for d in result["diff"])
+    assert net_api.writes() == [] and policy(net_api) is None
+
+    failed, result = run(net_api)
+    assert not failed, result
+    assert result["changed"]
+    assert policy(net_api)["spec"]["rdmaSharedDevicePlugin"]
+    assert result["pod_resources"] == {"rdma/shared_ib": 1}
+    pod = result["example_pod"]
+    container = pod["spec"]["containers"][0]
+    assert "IPC_LOCK" in container["securityContext"]["capabilities"]["add"]
+    assert container["resources"]["limits"]["rdma/shared_ib"] == 1
+    assert pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] == "rdma-net"
+
+    net_api.clear_log()
+    failed, again = run(net_api)
+    assert not failed and again["changed"] is False and again["changed_objects"] == []
+    assert net_api.writes() == []
+
+
+def test_a_changed_option_changes_only_the_policy(net_api):
+    run(net_api)
+    failed, result = run(net_api, rdma_hca_max=16, diff=True)
+    assert not failed, result
+    assert result["changed_objects"] == ["NicClusterPolicy nic-cluster-policy"]
+    config = policy(net_api)["spec"]["rdmaSharedDevicePlugin"]["config"]
+    assert '"rdmaHcaMax": 16' in config
+
+
+def test_wait_moves_through_not_ready_to_ready_on_the_injected_clock(net_api):
+    kube = KubeClient(kubeconfig=net_api.kubeconfig)
+    params = dict(BASE, wait=True, wait_timeout="60s")
+    started = net_api.clock.time()
+    result = workflow.run(params, lambda: kube, clock=net_api.clock, interval=2.0)
+    assert set(result["states"].values()) == {"ready"}
+    assert "state-RDMA-device-plugin" in result["states"] and "state-OFED" in result["states"]
+    assert 5.0 <= net_api.clock.time() - started <= 8.0
+
+
+def test_wait_time_out_reports_each_component(net_api):
+    net_api.operator.stuck.add("state-OFED")
+    kube = KubeClient(kubeconfig=net_api.kubeconfig)
+    with pytest.raises(GpuPlatformError) as err:
+        workflow.run(dict(BASE, wait=True, wait_timeout="30s"), lambda: kube, clock=net_api.clock, interval=2.0)
+    assert "not ready after 30s" in err.value.msg
+    assert "state-OFED=notReady" in err.value.msg and "driver build failed" in err.value.msg
+    assert err.value.details["states"]["state-OFED"] == "notReady"
+    assert err.value.details["states"]["state-RDMA-device-plugin"] == "ready"
+
+
+def test_state_absent(net_api):
+    run(net_api)
+    failed, result = run(net_api, state="absent", check_mode=True)
+    assert result["changed"] and policy(net_api) is not None
+    failed, result = run(net_api, state="absent")
+    assert result["changed"] and policy(net_api) is None
+    failed, again = run(net_api, state="absent")
+    assert again["changed"] is False
+
+
+@pytest.mark.parametrize("over, words", [
+    ({"mode": "ipoib", "selectors": {"vendors": ["15b3"], "link_type": "infiniband"}}, "ipoib_master"),
+    ({"ip_range": "192.168.100.0/33"}, "ip_range"),
+    ({"network_operator_version": "1.0.0"}, "network_operator_version"),
+    ({"selectors": {"vendors": []}}, "selectors"),
+    ({"wait_timeout": "soon", "wait": True}, "wait_timeout"),
+])
+def test_bad_input_writes_nothing(net_api, over, words):
+    failed, result = run(net_api, **over)
+    assert failed and result["msg"].startswith(words), result["msg"]
+    assert "Fix:" in result["msg"]
+    assert net_api.writes() == []
+
+
+@pytest.mark.parametrize("mode, extra", [
+    ("rdma_shared", {}),
+    ("sriov", {}),
+    ("ipoib", {"ipoib_master": "ibs1f0"}),
+])
+def test_render_to_validates_and_is_idempotent(tmp_path, shared_dir, mode, extra):
+    out = tmp_path / "platform"
+    params = dict(BASE, mode=mode, render_to=str(out), kubeconfig="/nonexistent", **extra)
+    failed, result = run_module("nic_cluster_policy", params)
+    assert not failed, result
+    assert result["changed"]
+    for name in os.listdir(out):
+        crdschema.validate(yaml.safe_load((out / name).read_text()))
+    failed, again = run_module("nic_cluster_policy", params)
+    assert again["changed"] is False

@@ -1,0 +1,95 @@
+"""Every object the nic_policy domain renders is valid against the real Network Operator v26.4.1 CRDs.
+
+The CRDs (NicClusterPolicy, IPoIBNetwork, HostDeviceNetwork, MacvlanNetwork, NV-IPAM IPPool) are the
+upstream files in ../shared/upstream/network-operator; a missing directory fails, never skips.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy
+from tests.schema import crdschema
+
+
+def combos():
+    for version, mode, ofed, ipam, link, gateway in itertools.product(
+            sorted(nic_policy.COMPONENT_IMAGES), nic_policy.MODES, (True, False), nic_policy.IPAMS,
+            nic_policy.LINK_TYPES, ("", "192.168.100.1")):
+        if mode == "ipoib" and link == "ether":
+            continue
+        p = {"mode": mode, "network_operator_version": version, "ofed_driver": ofed, "ipam": ipam,
+             "ip_range": "192.168.100.0/24", "ip_gateway": gateway,
+             "selectors": {"vendors": ["15b3"], "device_ids": ["101b"], "link_type": link}}
+        if mode == "ipoib":
+            p["ipoib_master"] = "ibs1f0"
+        if mode == "rdma_shared":
+            p["selectors"]["interfaces"] = ["ibs1f0"] if link == "infiniband" else ["ens1f0np0"]
+        yield p
+
+
+COMBOS = list(combos())
+
+
+def _id(p):
+    return "%s-%s-ofed%s-%s-%s-%s" % (p["network_operator_version"], p["mode"], p["ofed_driver"], p["ipam"],
+                                      p["selectors"]["link_type"], "gw" if p["ip_gateway"] else "nogw")
+
+
+@pytest.mark.parametrize("p", COMBOS, ids=[_id(p) for p in COMBOS])
+def test_rendered_objects_validate_against_upstream_crds(p):
+    request = nic_policy.build_request(p)
+    objects = nic_policy.render(request)
+    for obj in objects:
+        crdschema.validate(obj)  # raises with every failing path
+    for obj in objects[1:]:
+        if obj["kind"] != "IPPool":
+            json.loads(obj["spec"]["ipam"])
+    for part in ("rdmaSharedDevicePlugin", "sriovDevicePlugin"):
+        if part in objects[0]["spec"]:
+            json.loads(objects[0]["spec"][part]["config"])
+
+
+def test_every_kind_is_covered():
+    kinds = set()
+    for p in COMBOS:
+        kinds.update(o["kind"] for o in nic_policy.render(nic_policy.build_request(p)))
+    assert kinds == {"NicClusterPolicy", "IPPool", "IPoIBNetwork", "HostDeviceNetwork", "MacvlanNetwork"}
+
+
+def test_pool_and_policy_have_the_upstream_scope():
+    request = nic_policy.build_request(COMBOS[0])
+    for obj in nic_policy.render(request):
+        (version,) = crdschema.catalog().lookup(obj["apiVersion"], obj["kind"])
+        assert ("namespace" in obj["metadata"]) is version.namespaced, obj["kind"]
+
+
+def test_whereabouts_is_no_policy_part_in_the_crd(shared_dir):
+    """The reason the table carries no ipamPlugin: the v26.4.1 CRD dropped secondaryNetwork.ipamPlugin."""
+    path = os.path.join(shared_dir, "upstream", "network-operator", "nicclusterpolicies.mellanox.com.yaml")
+    with open(path) as handle:
+        crd = yaml.safe_load(handle)
+    secondary = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
+        "secondaryNetwork"]["properties"]
+    assert "ipamPlugin" not in secondary
+    assert set(secondary) == {"multus", "cniPlugins", "ipoib"}
+
+
+def test_table_matches_the_chart_release(shared_dir):
+    """The chart values of v26.4.1 pin the same component tag the 26.4.1 table row uses."""
+    path = os.path.join(shared_dir, "upstream", "network-operator", "values.default.yaml")
+    with open(path) as handle:
+        values = yaml.safe_load(handle)
+    table = nic_policy.COMPONENT_IMAGES["26.4.1"]
+    init = values["operator"]["ofedDriver"]["initContainer"]
+    assert init["repository"] == table["multus"]["repository"]
+    assert init["version"] == table["multus"]["version"] == "network-operator-v26.4.1"
+    device_plugin = values["sriov-network-operator"]["images"]["sriovDevicePlugin"]
+    sriov = table["sriovDevicePlugin"]
+    assert device_plugin == "%s/%s:%s" % (sriov["repository"], sriov["image"], sriov["version"])
+    # none of the rendered parts is a Helm value: the chart stopped creating the policy in 24.10
+    assert "nicClusterPolicy" not in values
