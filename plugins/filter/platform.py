@@ -8,13 +8,19 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import versions
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError
 
 
-def version_matrix_check(combo):
-    """Warnings for an unknown combination, [] for a known-good one; a known-broken one fails with its sources."""
+def version_matrix_check(combo, fields=None):
+    """Warnings for an unknown combination, [] for a known-good one; a known-broken one fails with its sources.
+
+    ``fields`` maps combo keys to the variable names the user set, so a bad value is reported under its name.
+    """
     try:
         return versions.assert_supported({k: v for k, v in combo.items() if v not in (None, "", [])})
+    except ParamError as exc:
+        name = (fields or {}).get(exc.field, exc.field)
+        raise AnsibleFilterError(name + exc.msg[len(exc.field):])
     except GpuPlatformError as exc:
         raise AnsibleFilterError(exc.msg)
 

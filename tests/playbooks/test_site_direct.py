@@ -95,7 +95,7 @@ def test_second_gpu_operator_elsewhere_is_refused_before_any_write(direct_site):
     ({"gpu_operator_rdma_use_host_mofed": True}, "gpu_operator_rdma_use_host_mofed: is true but gpu_operator_rdma_enabled is false"),
     ({"gpu_operator_rdma_enabled": True, "gpu_operator_driver_enabled": False}, "gpu_operator_rdma_enabled: needs the operator-managed driver"),
     ({"gpu_operator_mig_strategy": "all"}, "gpu_operator_mig_strategy"),
-    ({"gpu_operator_chart_version": "latest"}, "chart_version: 'latest' is not a version"),
+    ({"gpu_operator_chart_version": "latest"}, "gpu_operator_chart_version: 'latest' is not a GPU Operator chart version"),
 ])
 def test_bad_choices_fail_before_any_write(direct_site, over, words):
     runner, api, repo = direct_site()

@@ -142,7 +142,7 @@ def test_rule_data_is_well_formed():
 
 
 def test_every_works_rule_speaks_for_a_pair():
-    pairs = [set(p) for p, _ in versions.PAIRS]
+    pairs = [set(pair[0]) for pair in versions.PAIRS]
     for rule in versions.RULES:
         dims = set(k for k in rule["when"] if k != "features") | set(rule["when"].get("features", ()))
         assert any(p <= dims for p in pairs), rule["id"]

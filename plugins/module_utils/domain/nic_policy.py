@@ -348,8 +348,8 @@ def _block_size(value, ipam, network):
         raise ParamError(field_name, "%r is not a whole number" % (value,),
                          "give the addresses per node, e.g. %d" % NV_IPAM_BLOCK_DEFAULT)
     if not NV_IPAM_BLOCK_MIN <= value <= possible:
-        raise ParamError(field_name, "%d is out of range %d..%d for ip_range %s" % (value, NV_IPAM_BLOCK_MIN,
-                                                                                   possible, network),
+        raise ParamError(field_name, "%d is out of range %d..%d for ip_range %s"
+                         % (value, NV_IPAM_BLOCK_MIN, possible, network),
                          "give %d to %d addresses per node, or a larger ip_range" % (NV_IPAM_BLOCK_MIN, possible))
     return value
 

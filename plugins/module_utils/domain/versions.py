@@ -451,8 +451,8 @@ def assert_supported(combo):
         raise Refusal(
             "Known-broken combination: %s. %s. Fix: choose versions the matrix knows to work together "
             "(docs/versions.md), or leave out the feature"
-            % (verdict.combination, "; ".join("%s [%s, source: %s]" % (r["reason"], r["id"], r["source"])
-                                            for r in rules)),
+            % (verdict.combination,
+               "; ".join("%s [%s, source: %s]" % (r["reason"], r["id"], r["source"]) for r in rules)),
             combination=verdict.combination, rules=[r["id"] for r in rules], sources=[r["source"] for r in rules])
     if verdict.status == UNKNOWN:
         return ["Unverified combination (%s): %s" % (verdict.combination, line) for line in verdict.messages]

@@ -47,11 +47,11 @@ def wait_ready(kube, timeout, clock=None, interval=2.0):
                         describe=lambda p: nic_policy.describe_states(p) if p else "no NicClusterPolicy")
     except WaitTimeout as exc:
         last = exc.details.get("last")
+        states = nic_policy.describe_states(last) if last else "no NicClusterPolicy"
         raise GpuPlatformError(
             "NicClusterPolicy nic-cluster-policy is not ready after %ss: %s. Fix: kubectl -n <network operator "
             "namespace> get pods and read the log of the component that is not ready (a DOCA driver that does not "
-            "build for the node's kernel is the usual cause)" % (timeout, nic_policy.describe_states(last) if last else
-                                                                "no NicClusterPolicy"),
+            "build for the node's kernel is the usual cause)" % (timeout, states),
             states=nic_policy.component_states(last) if last else {})
 
 
@@ -73,8 +73,9 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):
         return run_render(request, objects, params["render_to"], state, check_mode)
     kube = kube_factory()
     if state == "absent":
-        removed = [o for o in reversed(objects) if kube.delete(o["apiVersion"], o["kind"], o["metadata"]["name"],
-                                                                o["metadata"].get("namespace"), dry_run=check_mode)]
+        removed = [obj for obj in reversed(objects)
+                   if kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"],
+                                  obj["metadata"].get("namespace"), dry_run=check_mode)]
         return {"changed": bool(removed), "removed": [gitops.file_name(o) for o in removed]}
     changed, diffs = kube.apply_objects(objects, check_mode)
     result = {"changed": bool(changed), "changed_objects": changed, "objects": objects,
