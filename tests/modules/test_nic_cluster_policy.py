@@ -109,6 +109,13 @@ def test_state_absent(net_api):
     ({"network_operator_version": "1.0.0"}, "network_operator_version"),
     ({"selectors": {"vendors": []}}, "selectors"),
     ({"wait_timeout": "soon", "wait": True}, "wait_timeout"),
+    ({"selectors": {"vendors": ["15B3X"]}}, "selectors.vendors"),
+    ({"selectors": {"vendors": ["15b3"], "link_type": "token-ring", "interfaces": ["ibs1f0"]}}, "selectors.link_type"),
+    ({"rdma_hca_max": 0}, "rdma_hca_max"),
+    ({"resource_name": "shared-ib"}, "resource_name"),
+    ({"mode": "ipoib", "ipoib_master": "ibs1f0", "selectors": {"vendors": ["15b3"], "link_type": "ether"}}, "selectors.link_type"),
+    ({"ip_gateway": "10.0.0.1"}, "ip_gateway"),
+    ({"network_name": "RDMA_NET"}, "network_name"),
 ])
 def test_bad_input_writes_nothing(net_api, over, words):
     failed, result = run(net_api, **over)
@@ -132,3 +139,22 @@ def test_render_to_validates_and_is_idempotent(tmp_path, shared_dir, mode, extra
         crdschema.validate(yaml.safe_load((out / name).read_text()))
     failed, again = run_module("nic_cluster_policy", params)
     assert again["changed"] is False
+
+
+def test_examples_validate_and_the_render_example_runs(tmp_path, shared_dir):
+    from ansible_collections.gpu_platform.cluster.plugins.modules import nic_cluster_policy as mod
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy
+    tasks = [t["gpu_platform.cluster.nic_cluster_policy"] for t in yaml.safe_load(mod.EXAMPLES)
+             if "gpu_platform.cluster.nic_cluster_policy" in t]
+    for params in tasks:
+        nic_policy.build_request(params)
+    rendered = [p for p in tasks if "render_to" in p]
+    assert rendered
+    for params in rendered:
+        failed, result = run_module("nic_cluster_policy", dict(params, render_to=str(tmp_path / "out")))
+        assert not failed, result
+        if params.get("ipam") == "whereabouts":
+            from ansible.module_utils.common.warnings import get_warning_messages
+            assert any("whereabouts" in w for w in get_warning_messages()), "the whereabouts caveat reaches the user"
+        for obj in result["objects"]:
+            crdschema.validate(obj)

@@ -388,3 +388,18 @@ def test_describe_states():
     assert nic_policy.describe_states({}) == "state unknown (no status yet)"
     assert nic_policy.describe_states({"status": {"state": "error", "reason": "bad spec"}}) == \
         "state error (bad spec)"
+
+
+def test_docs_example_pods_match_the_code():
+    """docs/network.md shows the example pod of each mode exactly as example_pod renders it."""
+    import os
+    import yaml
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "docs", "network.md"), encoding="utf-8") as handle:
+        text = handle.read()
+    base = {"network_operator_version": "26.4.1", "ip_range": "192.168.100.0/24",
+            "selectors": {"vendors": ["15b3"], "link_type": "infiniband", "interfaces": ["ibs1f0"]}}
+    for mode, extra in (("rdma_shared", {}), ("sriov", {}), ("ipoib", {"ipoib_master": "ibs1f0"})):
+        section = text.split("### %s\n\n```yaml\n" % mode, 1)[1].split("```", 1)[0]
+        pod = nic_policy.example_pod(nic_policy.build_request(dict(base, mode=mode, **extra)))
+        assert yaml.safe_load(section) == pod, mode
