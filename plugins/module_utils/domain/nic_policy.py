@@ -443,28 +443,25 @@ def _json(obj):
     return json.dumps(obj, sort_keys=True)
 
 
+def _plugin_selectors(request, device_ids, interfaces):
+    """The NIC selectors of a device plugin's config; the two plugins name device IDs and interfaces apart."""
+    selectors = {"linkTypes": [request.link_type]}
+    for key, values in (("vendors", request.vendors), (device_ids, request.device_ids), (interfaces, request.interfaces)):
+        if values:
+            selectors[key] = list(values)
+    return selectors
+
+
 def rdma_shared_config(request):
     """The k8s-rdma-shared-dev-plugin configuration (JSON string) of the request."""
-    selectors = {"linkTypes": [request.link_type]}
-    if request.vendors:
-        selectors["vendors"] = list(request.vendors)
-    if request.device_ids:
-        selectors["deviceIDs"] = list(request.device_ids)
-    if request.interfaces:
-        selectors["ifNames"] = list(request.interfaces)
+    selectors = _plugin_selectors(request, device_ids="deviceIDs", interfaces="ifNames")
     return _json({"configList": [{"resourceName": request.resource_name, "resourcePrefix": RESOURCE_PREFIX,
                                   "rdmaHcaMax": request.rdma_hca_max, "selectors": selectors}]})
 
 
 def sriov_config(request):
     """The sriov-network-device-plugin configuration (JSON string): one RDMA resource pool."""
-    selectors = {"isRdma": True, "linkTypes": [request.link_type]}
-    if request.vendors:
-        selectors["vendors"] = list(request.vendors)
-    if request.device_ids:
-        selectors["devices"] = list(request.device_ids)
-    if request.interfaces:
-        selectors["pfNames"] = list(request.interfaces)
+    selectors = dict(_plugin_selectors(request, device_ids="devices", interfaces="pfNames"), isRdma=True)
     return _json({"resourceList": [{"resourceName": request.resource_name, "resourcePrefix": RESOURCE_PREFIX,
                                     "selectors": selectors}]})
 
