@@ -73,6 +73,7 @@ test: setup lint sanity pytest demo
 bench: setup
 	python bench/helm_noop.py --helm $(TOOLS)/bin/helm3
 	python bench/helm_noop.py --helm $(TOOLS)/bin/helm4
+	python bench/mig_rollout.py
 
 clean:
 	rm -rf $(BUILD) $(VENV) $(TOOLS) .pytest_cache

@@ -474,7 +474,10 @@ class MigManager(Controller):
             self._handled.pop(name, None)
             return
         config = (event.obj["metadata"].get("labels") or {}).get(self.CONFIG)
-        if config is None or self._handled.get(name) == config:
+        if config is None:
+            self._handled.pop(name, None)  # a removed label: adding it again is a change again
+            return
+        if self._handled.get(name) == config:
             return
         self._handled[name] = config
         self.store.set_labels("v1", "Node", name, {self.STATE: "pending"})

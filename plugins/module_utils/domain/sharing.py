@@ -1,0 +1,424 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""GPU sharing per node pool: whole GPUs, time-slicing, or MIG.
+
+Private to the collection: not a public API. Pure: standard library only.
+Validates the gpu_sharing role's pool list and renders what the GPU Operator needs for
+time-slicing: one device-plugin ConfigMap (one key per time-slicing pool plus "default"),
+the ClusterPolicy ``devicePlugin.config`` chart values, and the per-node selector label.
+
+Facts this follows (sources in brackets; nothing copied):
+
+- Config file format [NVIDIA/k8s-device-plugin README "With CUDA Time-Slicing";
+  api/config/v1/replicas.go, consts.go, config.go]: ``version: v1``; ``flags.migStrategy``
+  one of none|single|mixed; ``sharing.timeSlicing`` with ``renameByDefault``,
+  ``failRequestsGreaterThanOne`` (both default false) and ``resources`` (a non-empty list of
+  ``{name, replicas}``). The plugin refuses ``replicas`` below 2 ("must be >= 2"; earlier
+  releases only refused <= 0) and sets no upper limit. The file is read with
+  sigs.k8s.io/yaml, which takes YAML or JSON, so sorted-key JSON is a valid config.
+- ``renameByDefault: true`` advertises ``<resource>.shared`` (suffix constant ".shared",
+  DefaultSharedResourceNameSuffix) and ``nvidia.com/gpu`` then shows 0; with false the name
+  is kept and GFD appends ``-SHARED`` to ``nvidia.com/gpu.product`` [README; GPU Operator
+  docs gpu-sharing.rst, "Verifying the GPU Time-Slicing Configuration"]. A node with G GPUs
+  and N replicas advertises G*N [README example: 8 GPUs x 10 = 80].
+- ``failRequestsGreaterThanOne``: a request for more than one shared GPU fails with
+  UnexpectedAdmissionError; setting it true is recommended [README; gpu-sharing.rst].
+- Time-slicing has no memory or fault isolation between replicas; one crashing workload
+  takes the others with it [README "Shared Access to GPUs"; gpu-sharing.rst].
+- GPU Operator wiring [gpu-sharing.rst "Applying Multiple Node-Specific Configurations";
+  ClusterPolicy CRD v26.7.0 spec.devicePlugin.config {name, default}; chart values.yaml
+  devicePlugin.config.{create,name,default,data}]: the ConfigMap lives in the operator's
+  namespace, each data key is a config name, ``devicePlugin.config.default`` names the key
+  for unlabelled nodes, and the node label ``nvidia.com/device-plugin.config=<key>`` picks a
+  key per node. The operator mounts the ConfigMap into the device plugin and GFD pods and
+  passes the default to the config-manager sidecar (controllers/object_controls.go,
+  handleDevicePluginConfig).
+- Label semantics [README "Updating Per-Node Configuration With a Node Label"]: a change of
+  the label value reconfigures the plugin at once; an unknown value makes it skip
+  reconfiguration (the node keeps its old config); an unset label falls back to the default.
+- A changed ConfigMap is not picked up: NVIDIA/gpu-operator#1144 (editing replicas and
+  re-applying had no effect until a ``rollout restart`` of the device plugin) and #412 (a
+  differently named ConfigMap did not reach the device plugin). The operator re-renders its
+  DaemonSets only when its own desired spec hash changes (object_controls.go,
+  isDaemonsetSpecChanged), so it does not watch our ConfigMap either. Hence
+  ``config_map_hash`` / ``restart_patch`` below.
+- The operator sets ``MIG_STRATEGY`` on the device plugin from ClusterPolicy
+  ``mig.strategy`` (object_controls.go, applyMIGConfiguration) and the plugin gives
+  environment variables precedence over the config file [README "CONFIG_FILE"]. So the MIG
+  strategy is one per cluster, whatever a per-node config file says: MIG pools must agree on it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
+
+FIELD = "gpu_sharing_pools"
+NONE = "none"
+TIME_SLICING = "time-slicing"
+MIG = "mig"
+SHARING_MODES = (NONE, TIME_SLICING, MIG)
+MIG_POOL_STRATEGIES = ("single", "mixed")
+
+GPU_RESOURCE = "nvidia.com/gpu"
+SHARED_SUFFIX = ".shared"
+CONFIG_VERSION = "v1"
+CONFIG_LABEL = "nvidia.com/device-plugin.config"
+DEFAULT_CONFIG = "default"
+DEFAULT_CONFIG_MAP = "time-slicing-config"
+DEFAULT_NAMESPACE = "gpu-operator"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu_platform.cluster"}
+CONFIG_HASH_ANNOTATION = "gpu-platform.io/device-plugin-config-sha256"
+# The operator's DaemonSets that mount the device-plugin ConfigMap (pod names in gpu-sharing.rst).
+RESTART_DAEMONSETS = ("nvidia-device-plugin-daemonset", "gpu-feature-discovery")
+
+MIN_REPLICAS = 2  # the plugin's own floor (api/config/v1/replicas.go: "must be >= 2")
+# Our ceiling, not the plugin's (it has none; k8s-device-plugin#1433 runs 16384). Every replica
+# gets an equal time share and its own CUDA context in the one frame buffer: in NVIDIA's own
+# example (gpu-sharing.rst, 2022 edition) each process held 315 MiB of a 15 GiB T4, so 64
+# replicas need ~20 GiB before doing any work. Past 64 a value is far more likely a typo (40 for
+# 4) than a plan; raise MAX_REPLICAS here if a real workload needs more.
+MAX_REPLICAS = 64
+
+POOL_KEYS = ("name", "node_selector", "sharing", "replicas", "rename_by_default", "fail_requests_greater_than_one",
+             "multi_tenant", "mig_profile", "mig_strategy")
+# Keys that only mean something for one sharing mode, with the default that is tolerated elsewhere
+# (so a role may combine every pool with the same defaults dict).
+TIME_SLICING_ONLY = {"replicas": None, "rename_by_default": False, "fail_requests_greater_than_one": True}
+MIG_ONLY = {"mig_profile": None, "mig_strategy": "single"}
+
+ISOLATION_WARNING = ("gpu_sharing pool %r: time-slicing gives no memory or fault isolation between the %d "
+                     "replicas of a GPU (one tenant can exhaust its memory or crash the others' work), yet "
+                     "multi_tenant is true. Use MIG for tenants that must not affect each other, or set "
+                     "multi_tenant: false if one team owns these nodes.")
+PROPORTION_WARNING = ("gpu_sharing pool %r: fail_requests_greater_than_one is false, so a pod may ask for several "
+                      "shared GPUs and get no more compute than a pod asking for one (every process gets an equal "
+                      "time share). NVIDIA recommends true.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Pool:
+    """One validated node pool. ``field`` (e.g. ``gpu_sharing_pools[2]``) names it in errors."""
+
+    name: str
+    node_selector: dict
+    sharing: str
+    replicas: int | None = None
+    rename_by_default: bool = False
+    fail_requests_greater_than_one: bool = True
+    multi_tenant: bool = False
+    mig_profile: str | None = None
+    mig_strategy: str | None = None
+    field: str = dataclasses.field(default=FIELD + "[0]", compare=False)
+
+    @property
+    def time_slicing(self):
+        return self.sharing == TIME_SLICING
+
+    @property
+    def resource_name(self):
+        """The extended resource that pods on this pool request (MIG pools: see the MIG catalog)."""
+        if self.time_slicing and self.rename_by_default:
+            return GPU_RESOURCE + SHARED_SUFFIX
+        return GPU_RESOURCE
+
+    def to_dict(self):
+        out = dataclasses.asdict(self)
+        out.pop("field")
+        return out
+
+
+def _bool(field, value, default):
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ParamError(field, "%r is not true or false" % (value,), "set it to true or false (unquoted)")
+    return value
+
+
+def _name(field, value, index):
+    validate.dns_label(field, value)
+    if value == DEFAULT_CONFIG:
+        raise ParamError(field, "%r is reserved: the ConfigMap key %r holds the no-sharing config for unlabelled "
+                         "nodes" % (value, DEFAULT_CONFIG), "rename pool %d, e.g. to general" % index)
+    return value
+
+
+def _node_selector(field, value):
+    if value is None or value == {}:
+        raise ParamError(field, "is required and empty: a pool without a selector would relabel every node",
+                         "give the labels that pick this pool's nodes, e.g. {nodepool: training}")
+    return dict(sorted(validate.labels(field, value).items()))
+
+
+def _replicas(field, value):
+    if value is None:
+        raise ParamError(field, "is required when sharing is time-slicing",
+                         "give how many pods may share each GPU, a whole number from %d to %d, e.g. 4"
+                         % (MIN_REPLICAS, MAX_REPLICAS))
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ParamError(field, "%r is not a whole number" % (value,),
+                         "give an unquoted whole number from %d to %d, e.g. 4" % (MIN_REPLICAS, MAX_REPLICAS))
+    if value < MIN_REPLICAS:
+        raise ParamError(field, "%d is below %d, the device plugin's minimum (1 replica is no sharing)" % (
+            value, MIN_REPLICAS), "use sharing: none for whole GPUs, or give %d to %d" % (MIN_REPLICAS, MAX_REPLICAS))
+    if value > MAX_REPLICAS:
+        raise ParamError(field, "%d is above %d pods per GPU: every replica holds its own CUDA context in the same GPU "
+                         "memory and gets an equal time share" % (value, MAX_REPLICAS),
+                         "give at most %d (check for a typo such as 40 for 4)" % MAX_REPLICAS)
+    return value
+
+
+def _mig_profile(field, value):
+    if value is None or value == "":
+        raise ParamError(field, "is required when sharing is mig",
+                         "name a MIG configuration of the mig-manager catalog, e.g. all-1g.10gb")
+    if not isinstance(value, str) or len(value) > 63 or not validate.LABEL_VALUE.match(value):
+        raise ParamError(field, "%r is not a MIG configuration name (it becomes the nvidia.com/mig.config label "
+                         "value)" % (value,), "use a name such as all-1g.10gb or all-balanced")
+    if value == "all-disabled":
+        raise ParamError(field, "all-disabled turns MIG off, which contradicts sharing: mig",
+                         "use sharing: none for whole GPUs, or pick a MIG layout such as all-1g.10gb")
+    return value
+
+
+def _refuse_foreign(prefix, raw, sharing, keys, mode):
+    for key, tolerated in keys.items():
+        value = raw.get(key)
+        if value is None or (value == tolerated and isinstance(value, type(tolerated))):
+            continue
+        raise ParamError("%s.%s" % (prefix, key), "applies only to sharing: %s, but this pool uses %s" % (mode, sharing),
+                         "remove %s from this pool, or set sharing: %s" % (key, mode))
+
+
+def _pool(raw, index):
+    prefix = "%s[%d]" % (FIELD, index)
+    if not isinstance(raw, dict):
+        raise ParamError(prefix, "%r is not a pool (a dictionary)" % (raw,),
+                         "give name, node_selector and sharing, e.g. {name: training, node_selector: "
+                         "{nodepool: training}, sharing: none}")
+    unknown = sorted(str(k) for k in raw if k not in POOL_KEYS)
+    if unknown:
+        raise ParamError(prefix, "unknown key(s) %s" % ", ".join(unknown),
+                         "use only %s (check the spelling)" % ", ".join(POOL_KEYS))
+    name = _name(prefix + ".name", raw.get("name"), index)
+    sharing = raw.get("sharing")
+    if sharing not in SHARING_MODES:
+        raise ParamError(prefix + ".sharing", "%r is not a sharing mode" % (sharing,),
+                         "use one of %s" % ", ".join(SHARING_MODES))
+    selector = _node_selector(prefix + ".node_selector", raw.get("node_selector"))
+    multi_tenant = _bool(prefix + ".multi_tenant", raw.get("multi_tenant"), False)
+    if sharing != TIME_SLICING:
+        _refuse_foreign(prefix, raw, sharing, TIME_SLICING_ONLY, TIME_SLICING)
+    if sharing != MIG:
+        _refuse_foreign(prefix, raw, sharing, MIG_ONLY, MIG)
+    fields = {"name": name, "node_selector": selector, "sharing": sharing, "multi_tenant": multi_tenant,
+              "field": prefix}
+    if sharing == TIME_SLICING:
+        fields["replicas"] = _replicas(prefix + ".replicas", raw.get("replicas"))
+        fields["rename_by_default"] = _bool(prefix + ".rename_by_default", raw.get("rename_by_default"), False)
+        fields["fail_requests_greater_than_one"] = _bool(
+            prefix + ".fail_requests_greater_than_one", raw.get("fail_requests_greater_than_one"), True)
+    elif sharing == MIG:
+        fields["mig_profile"] = _mig_profile(prefix + ".mig_profile", raw.get("mig_profile"))
+        strategy = raw.get("mig_strategy")
+        strategy = MIG_ONLY["mig_strategy"] if strategy is None else strategy
+        if strategy not in MIG_POOL_STRATEGIES:
+            raise ParamError(prefix + ".mig_strategy", "%r is not a MIG strategy for a MIG pool" % (strategy,),
+                             "use single (one MIG size per node, requested as nvidia.com/gpu) or mixed "
+                             "(nvidia.com/mig-<size> resources)")
+        fields["mig_strategy"] = strategy
+    return Pool(**fields)
+
+
+def validate_pools(pools):
+    """The role's ``gpu_sharing_pools`` as a list of Pool, or ParamError naming the first bad field.
+
+    Field names index the list from 0: ``gpu_sharing_pools[1].replicas`` is the second pool.
+    """
+    if pools is None:
+        return []
+    if not isinstance(pools, list):
+        raise ParamError(FIELD, "must be a list of pools, not %s" % type(pools).__name__,
+                         "give a list, e.g. [{name: training, node_selector: {nodepool: training}, sharing: none}]")
+    out = [_pool(raw, index) for index, raw in enumerate(pools)]
+    seen_names, seen_selectors, mig_strategies = {}, {}, {}
+    for index, pool in enumerate(out):
+        if pool.name in seen_names:
+            raise ParamError(pool.field + ".name", "%r is also the name of pool %d" % (pool.name, seen_names[pool.name]),
+                             "give each pool its own name (it becomes a ConfigMap key and a node label value)")
+        seen_names[pool.name] = index
+        selector = tuple(pool.node_selector.items())
+        if selector in seen_selectors:
+            other = out[seen_selectors[selector]]
+            raise ParamError(pool.field + ".node_selector", "is the same as pool %r's, so both pools would label the "
+                             "same nodes" % other.name, "give each pool a selector that picks only its own nodes")
+        seen_selectors[selector] = index
+        if pool.sharing == MIG:
+            mig_strategies.setdefault(pool.mig_strategy, pool)
+    if len(mig_strategies) > 1:
+        names = ", ".join("%s (%s)" % (p.name, s) for s, p in sorted(mig_strategies.items()))
+        raise ParamError(FIELD, "MIG pools ask for different mig_strategy values: %s. The GPU Operator sets one "
+                         "MIG_STRATEGY for the whole device plugin DaemonSet from ClusterPolicy mig.strategy, and it "
+                         "overrides per-node config files" % names,
+                         "give every MIG pool the same mig_strategy, matching gpu_operator_mig_strategy")
+    return out
+
+
+def cluster_mig_strategy(pools):
+    """The one MIG strategy the MIG pools need (compare with gpu_operator_mig_strategy), or None without MIG."""
+    strategies = sorted({p.mig_strategy for p in pools if p.sharing == MIG})
+    return strategies[0] if strategies else None
+
+
+def _dump(config):
+    """Sorted-key JSON: valid YAML for the plugin's sigs.k8s.io/yaml reader, and the same bytes every time."""
+    return json.dumps(config, sort_keys=True, indent=2, separators=(",", ": "))
+
+
+def default_config():
+    """The ``default`` key: no sharing, so unlabelled nodes and non-time-slicing pools keep whole GPUs."""
+    return _dump({"version": CONFIG_VERSION, "flags": {"migStrategy": NONE}})
+
+
+def time_slicing_config(pool):
+    """The device-plugin config file for one time-slicing pool (JSON text, byte-stable)."""
+    if not pool.time_slicing:
+        raise ParamError(pool.field + ".sharing", "pool %r uses %s, not time-slicing" % (pool.name, pool.sharing),
+                         "render a device-plugin config only for time-slicing pools")
+    return _dump({
+        "version": CONFIG_VERSION,
+        "flags": {"migStrategy": NONE},
+        "sharing": {"timeSlicing": {
+            "renameByDefault": pool.rename_by_default,
+            "failRequestsGreaterThanOne": pool.fail_requests_greater_than_one,
+            "resources": [{"name": GPU_RESOURCE, "replicas": pool.replicas}],
+        }},
+    })
+
+
+def _object_name(field, value):
+    if not isinstance(value, str) or not value or len(value) > 253 or not validate.DNS1123_SUBDOMAIN.match(value):
+        raise ParamError(field, "%r is not a valid ConfigMap name" % (value,),
+                         "use lower-case letters, digits, '-' and '.', e.g. %s" % DEFAULT_CONFIG_MAP)
+    return value
+
+
+def config_map(pools, name=DEFAULT_CONFIG_MAP, namespace=DEFAULT_NAMESPACE):
+    """The v1 ConfigMap for the operator's namespace, or None when no pool time-slices.
+
+    Data: one key per time-slicing pool (the pool name) plus ``default`` (no sharing).
+    """
+    _object_name("gpu_sharing_config_map_name", name)
+    validate.dns_label("gpu_sharing_namespace", namespace)
+    sliced = [p for p in pools if p.time_slicing]
+    if not sliced:
+        return None
+    data = {DEFAULT_CONFIG: default_config()}
+    for pool in sliced:
+        data[pool.name] = time_slicing_config(pool)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)},
+        "data": dict(sorted(data.items())),
+    }
+
+
+def node_config_labels(pools):
+    """Per pool, the node selector and the ``nvidia.com/device-plugin.config`` value its nodes get.
+
+    Time-slicing pools get their own key. Other pools get ``default`` explicitly rather than a
+    removed label: a label that still names a key the ConfigMap no longer has (a pool renamed,
+    or switched to none/mig) makes the plugin skip reconfiguration and keep the old sharing,
+    while overwriting it with ``default`` converges in the same label patch. ``default`` is what
+    an unset label falls back to anyway, so the result on the node is the same.
+    """
+    out = []
+    for pool in pools:
+        value = pool.name if pool.time_slicing else DEFAULT_CONFIG
+        out.append({"pool": pool.name, "node_selector": dict(pool.node_selector), "labels": {CONFIG_LABEL: value}})
+    return out
+
+
+def device_plugin_values(pools, name=DEFAULT_CONFIG_MAP):
+    """GPU Operator chart values pointing the device plugin at the ConfigMap, or {} without time-slicing.
+
+    ``create`` stays false: the role applies the ConfigMap itself (so the chart does not own it).
+    """
+    _object_name("gpu_sharing_config_map_name", name)
+    if not any(p.time_slicing for p in pools):
+        return {}
+    return {"devicePlugin": {"config": {"name": name, "default": DEFAULT_CONFIG}}}
+
+
+def warnings(pools):
+    """Warnings for the play's output: isolation for multi-tenant time-slicing, and proportional requests."""
+    out = []
+    for pool in pools:
+        if not pool.time_slicing:
+            continue
+        if pool.multi_tenant:
+            out.append(ISOLATION_WARNING % (pool.name, pool.replicas))
+        if not pool.fail_requests_greater_than_one:
+            out.append(PROPORTION_WARNING % pool.name)
+    return out
+
+
+def expected_allocatable(pool, gpus_per_node):
+    """The GPU resources a node of ``pool`` with ``gpus_per_node`` GPUs should report; None for MIG pools."""
+    if isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, int) or gpus_per_node < 0:
+        raise ParamError("gpus_per_node", "%r is not a GPU count" % (gpus_per_node,),
+                         "give the number of physical GPUs on the node, e.g. 8")
+    if pool.sharing == MIG:
+        return None
+    if pool.time_slicing:
+        return {pool.resource_name: gpus_per_node * pool.replicas}
+    return {GPU_RESOURCE: gpus_per_node}
+
+
+def config_hash(text):
+    """SHA-256 (hex) of a config text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def config_map_hash(cm):
+    """One hash over all of the ConfigMap's data (key order does not matter); None without a ConfigMap."""
+    if cm is None:
+        return None
+    return config_hash(json.dumps(cm.get("data") or {}, sort_keys=True, separators=(",", ":")))
+
+
+def restart_patch(digest):
+    """A DaemonSet patch that rolls the pods exactly when ``digest`` changes.
+
+    Put ``config_map_hash`` into the pod template of each of RESTART_DAEMONSETS. The operator
+    keeps it until its own desired spec changes (it then re-renders the DaemonSet without it,
+    which restarts the pods anyway); re-applying the patch on the next run costs one rollout.
+    """
+    return {"spec": {"template": {"metadata": {"annotations": {CONFIG_HASH_ANNOTATION: digest}}}}}
+
+
+def assign_nodes(pools, nodes):
+    """Which pool each node belongs to, from Node objects (as k8s_info returns them).
+
+    Refuses a node that two pools' selectors both match: the label would flip between runs.
+    Nodes no pool selects are left out (they keep the ``default`` config).
+    """
+    out = {}
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        node_labels = meta.get("labels") or {}
+        matched = [p for p in pools if all(node_labels.get(k) == v for k, v in p.node_selector.items())]
+        if len(matched) > 1:
+            raise Refusal("node %s matches the node_selector of several gpu_sharing pools (%s); each node must "
+                          "belong to one pool. Fix: narrow the selectors so they do not overlap."
+                          % (meta.get("name"), ", ".join(p.name for p in matched)))
+        if matched:
+            out[meta.get("name")] = matched[0].name
+    return dict(sorted(out.items()))
