@@ -135,8 +135,9 @@ def main():
     print("%-24s %14s %12s %8s %8s %8s %14s %10s %12s" % ("approach", "makespan s", "ideal s", "ratio", "reads",
                                                           "writes", "max reconfig.", "CPU s", "nodes done"))
     for name, makespan, ideal, (reads, writes), most, cpu, done in rows:
-        print("%-24s %14.0f %12.0f %8.2f %8d %8d %14d %10.2f %12d" % (name, makespan, ideal, makespan / ideal if ideal
-                                                                         else 0, reads, writes, most, cpu, done))
+        ratio = makespan / ideal if ideal else 0
+        print("%-24s %14.0f %12.0f %8.2f %8d %8d %14d %10.2f %12d"
+              % (name, makespan, ideal, ratio, reads, writes, most, cpu, done))
     print("label-and-sleep never reads the state: with a fixed sleep shorter than t it has up to ceil(t/sleep) nodes "
           "down at once and cannot see a failure; label-all returns before any node is done and takes the whole pool "
           "down at once.")

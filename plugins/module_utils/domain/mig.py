@@ -760,7 +760,7 @@ def resources(product, layout_entries, strategy, gpus):
     _check_overlap(applying, "mig_config", "layout")
     per_gpu = []
     for gpu in range(gpus):
-        match = [e for _, e in applying if e["devices"] == "all" or gpu in e["devices"]]
+        match = [pair[1] for pair in applying if pair[1]["devices"] == "all" or gpu in pair[1]["devices"]]
         if not match:
             raise ParamError("mig_config", "no entry of the layout sets GPU %d, so its MIG state is left as it is"
                              % gpu, "add an entry for GPU %d or use devices: all" % gpu)

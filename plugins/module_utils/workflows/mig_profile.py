@@ -188,7 +188,7 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=5.0):
         "changed": bool(changed_nodes or cm_changed), "nodes": results, "batches": groups,
         "reboot_needed": any(r["reboot_may_be_needed"] for r in results),
         "diff": [{"before_header": "node %s" % p.name, "after_header": "node %s" % p.name,
-                  "before": "%s: %s\n" % (mig_rollout.CONFIG, p.before), "after": "%s: %s\n" % (mig_rollout.CONFIG,
-                                                                                          params["profile"])}
+                  "before": "%s: %s\n" % (mig_rollout.CONFIG, p.before),
+                  "after": "%s: %s\n" % (mig_rollout.CONFIG, params["profile"])}
                  for p in plans if p.action != "keep"],
     }
