@@ -12,6 +12,8 @@ asks for ``nvidia.com/gpu`` finishes with ``phase`` and its log is ``log`` (by d
 ``nvidia-smi`` table for two A100s).
 """
 
+import json
+
 from .controllers import NEVER_READY, PHASE, Controller, set_status
 
 GPU_NODE_LABEL = "nvidia.com/gpu.present"
@@ -45,7 +47,7 @@ def gpu_node(name, product="NVIDIA-A100-SXM4-80GB", gpus=8):
     return {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": {GPU_NODE_LABEL: "true", "nvidia.com/gpu.product": product,
-                                              "kubernetes.io/hostname": name}},
+                                              "nvidia.com/gpu.count": str(gpus), "kubernetes.io/hostname": name}},
         "status": {"capacity": {"nvidia.com/gpu": str(gpus)}, "allocatable": {"nvidia.com/gpu": str(gpus)}},
     }
 
@@ -129,3 +131,52 @@ class SimulatedCudaPods(Controller):
         self.server.set_pod_log(meta["namespace"], meta["name"], self.log)
         self.store.patch("v1", "Pod", meta["name"], {"metadata": {"annotations": {PHASE: self.phase}}},
                          meta["namespace"])
+
+
+class SimulatedDevicePlugin(Controller):
+    """The NVIDIA device plugin's view of time-slicing: a node advertises GPUs x replicas of its config.
+
+    As in gpu-operator#1144, the plugin reads the ConfigMap only when its pods (re)start: the content
+    is taken when the device-plugin DaemonSet's pod template changes, not when the ConfigMap does.
+    The node label ``nvidia.com/device-plugin.config`` picks the config (``default`` when unset).
+    """
+
+    watches = frozenset({("", "Node"), ("apps", "DaemonSet")})
+    DAEMONSET = "nvidia-device-plugin-daemonset"
+
+    def __init__(self, config_map="time-slicing-config"):
+        self.config_map = config_map
+        self.loaded = None  # the ConfigMap data the running plugin pods read
+        self.template = None
+
+    def handle(self, event):
+        if event.kind == "DaemonSet":
+            if event.name != self.DAEMONSET or event.type == "DELETED":
+                return
+            template = (event.obj.get("spec") or {}).get("template")
+            if template != self.template:  # a rollout: the new pods read the ConfigMap now
+                self.template = template
+                cm = self.store.get("v1", "ConfigMap", self.config_map, event.namespace)
+                self.loaded = (cm or {}).get("data") or {}
+        for node in self.store.list("v1", "Node"):
+            self._advertise(node)
+
+    def _advertise(self, node):
+        labels = node["metadata"].get("labels") or {}
+        if labels.get(GPU_NODE_LABEL) != "true" or self.loaded is None:
+            return
+        gpus = int(labels.get("nvidia.com/gpu.count", "0"))
+        text = self.loaded.get(labels.get("nvidia.com/device-plugin.config", "default"))
+        resources = {"nvidia.com/gpu": str(gpus)}
+        if text:
+            slicing = (json.loads(text).get("sharing") or {}).get("timeSlicing") or {}
+            for resource in slicing.get("resources") or []:
+                name = resource["name"] + (".shared" if slicing.get("renameByDefault") else "")
+                resources = {name: str(gpus * int(resource["replicas"]))}
+                if slicing.get("renameByDefault"):
+                    resources["nvidia.com/gpu"] = "0"
+        status = node.get("status") or {}
+        allocatable = {k: v for k, v in (status.get("allocatable") or {}).items() if not k.startswith("nvidia.com/gpu")}
+        allocatable.update(resources)
+        if allocatable != status.get("allocatable"):
+            set_status(self.store, node, dict(status, allocatable=allocatable, capacity=dict(allocatable)))

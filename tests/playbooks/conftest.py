@@ -14,7 +14,8 @@ from tests.fakes.charts import DEMO_CHART_DIR, FIXTURE_CHARTS_DIR, TOOLS_BIN
 from tests.fakes.chart_repo import ChartRepoServer
 from tests.fakes.clock import FakeClock
 from tests.fakes.controllers import default_controllers
-from tests.fakes.gpu_operator import SimulatedCudaPods, SimulatedGpuOperator, gpu_node
+from tests.fakes.controllers import MigManager
+from tests.fakes.gpu_operator import SimulatedCudaPods, SimulatedDevicePlugin, SimulatedGpuOperator, gpu_node
 from tests.fakes.network_operator import SimulatedNetworkOperator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,11 +124,14 @@ def gpu_cluster_factory(fake_api_factory, gpu_operator_chart, network_operator_c
     def make(never_ready=(), git_version="v1.34.1", cuda_log=None, network_stuck=()):
         extra = [SimulatedGpuOperator(never_ready=never_ready),
                  SimulatedNetworkOperator(ready_after=0, stuck=network_stuck),
+                 SimulatedDevicePlugin(), MigManager(delay=0),
                  SimulatedCudaPods(**({"log": cuda_log} if cuda_log is not None else {}))]
         api = fake_api_factory(clock=FakeClock(), require_namespaces=True, git_version=git_version,
                                controllers=extra + default_controllers())
-        for name in ("gpu-node-1", "gpu-node-2"):
-            api.store.create(gpu_node(name))
+        for name, pool in (("gpu-node-1", "inference"), ("gpu-node-2", "training")):
+            node = gpu_node(name)
+            node["metadata"]["labels"].update({"nodepool": pool, "nvidia.com/mig.capable": "true"})
+            api.store.create(node)
         repo = ChartRepoServer([gpu_operator_chart, network_operator_chart]).start()
         repos.append(repo)
         api.clear_log()

@@ -135,3 +135,36 @@ def test_network_policy_never_ready_stops_before_the_gpu_operator(direct_site):
     msg = result.failure_messages()[-1]
     assert "NicClusterPolicy nic-cluster-policy is not ready after 6s" in msg and "state-OFED=notReady" in msg
     assert api.store.list("v1", "Secret", "gpu-operator", label_selector="owner=helm") == []
+
+
+POOLS = [{"name": "inference", "node_selector": {"nodepool": "inference"}, "sharing": "time-slicing", "replicas": 4},
+         {"name": "training", "node_selector": {"nodepool": "training"}, "sharing": "mig", "mig_profile": "all-1g.10gb"}]
+
+
+def test_sharing_time_slicing_reaches_the_device_plugin_and_mig_rolls_out(direct_site):
+    runner, api, repo = direct_site()
+    result = runner.run(gpu_sharing_pools=POOLS)
+    assert result.failed == 0, result.failure_messages() or result.debug_text()
+    policy = api.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
+    assert policy["spec"]["devicePlugin"]["config"] == {"name": "time-slicing-config", "default": "default"}
+    inference = api.store.get("v1", "Node", "gpu-node-1")
+    assert inference["metadata"]["labels"]["nvidia.com/device-plugin.config"] == "inference"
+    assert inference["status"]["allocatable"]["nvidia.com/gpu"] == "32", "8 GPUs x 4 replicas"
+    training = api.store.get("v1", "Node", "gpu-node-2")["metadata"]["labels"]
+    assert training["nvidia.com/mig.config"] == "all-1g.10gb" and training["nvidia.com/mig.config.state"] == "success"
+    again = runner.run()
+    assert again.failed == 0 and again.changed == 0, again.changed_tasks()
+
+    pools = [dict(POOLS[0], replicas=2), POOLS[1]]
+    third = runner.run(gpu_sharing_pools=pools)
+    assert third.failed == 0, third.failure_messages()
+    assert api.store.get("v1", "Node", "gpu-node-1")["status"]["allocatable"]["nvidia.com/gpu"] == "16", \
+        "a changed ConfigMap restarted the device plugin"
+
+
+def test_sharing_bad_pool_fails_before_any_write(direct_site):
+    runner, api, repo = direct_site()
+    result = runner.run(gpu_sharing_pools=[dict(POOLS[0], replicas=1)])
+    assert result.failed == 1
+    assert any("gpu_sharing_pools[0].replicas" in m for m in result.failure_messages()), result.failure_messages()
+    assert api.writes() == []

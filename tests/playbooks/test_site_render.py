@@ -147,3 +147,27 @@ def test_unknown_combination_warns_and_goes_on(render_site):
     assert result.failed == 0
     warnings = result.result("Combinations the matrix does not know (not a failure; check them yourself)")["msg"]
     assert any("Unverified combination" in w for w in warnings)
+
+
+def test_bundle_with_gpu_sharing(render_site, shared_dir):
+    import json
+    runner, out = render_site
+    pools = [{"name": "inference", "node_selector": {"nodepool": "inference"}, "sharing": "time-slicing", "replicas": 4,
+              "multi_tenant": True},
+             {"name": "training", "node_selector": {"nodepool": "training"}, "sharing": "mig", "mig_profile": "all-1g.10gb"}]
+    result = runner.run(gpu_sharing_pools=pools)
+    assert result.failed == 0, result.failure_messages()
+    warned = result.result("Warnings about the chosen sharing (time-slicing is no isolation)")["msg"]
+    assert any("no memory or fault isolation" in w for w in warned)
+    objects = {o["kind"]: o for o in kustomize(out)}
+    config = json.loads(objects["ConfigMap"]["data"]["inference"])
+    assert config["version"] == "v1"
+    assert config["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
+    crdschema.validate_core(objects["ConfigMap"])
+    values = objects["HelmRelease"]["spec"]["values"]
+    assert values["devicePlugin"]["config"] == {"name": "time-slicing-config", "default": "default"}
+    labels = yaml.safe_load((out / "gpu-sharing-node-labels.yaml").read_text())["patches"]
+    assert {"selector": "nodepool=training", "labels": {"nvidia.com/mig.config": "all-1g.10gb"}} in labels
+    assert "gpu-sharing-node-labels.yaml" not in (out / "kustomization.yaml").read_text()
+    again = runner.run()
+    assert again.failed == 0 and again.changed == 0, again.changed_tasks()

@@ -422,3 +422,25 @@ def assign_nodes(pools, nodes):
         if matched:
             out[meta.get("name")] = matched[0].name
     return dict(sorted(out.items()))
+
+
+def allocatable_shortfall(nodes, expected_per_gpu):
+    """Nodes (k8s_info resources) that do not advertise ``expected_per_gpu`` x their GPU count.
+
+    The GPU count is GFD's ``nvidia.com/gpu.count`` label (the physical GPUs, whatever the sharing).
+    Returns ``"node: resource has X, expected Y"`` strings; empty when every node matches.
+    """
+    out = []
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        count = (meta.get("labels") or {}).get("nvidia.com/gpu.count")
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        if count is None:
+            out.append("%s: no nvidia.com/gpu.count label (GPU Feature Discovery has not labelled it)" % meta.get("name"))
+            continue
+        for resource, per_gpu in sorted((expected_per_gpu or {}).items()):
+            want = per_gpu * int(count)
+            have = allocatable.get(resource, "0")
+            if str(have) != str(want):
+                out.append("%s: %s has %s, expected %d" % (meta.get("name"), resource, have, want))
+    return out

@@ -1,0 +1,50 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The gpu_sharing role's plan; the logic is in module_utils/domain/sharing.py."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import sharing
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
+
+
+def _selector(labels):
+    return ",".join("%s=%s" % pair for pair in sorted(labels.items()))
+
+
+def gpu_sharing_plan(pools, name=sharing.DEFAULT_CONFIG_MAP, namespace=sharing.DEFAULT_NAMESPACE):
+    """Everything the role applies, from the inventory's pools."""
+    try:
+        checked = sharing.validate_pools(pools)
+        config_map = sharing.config_map(checked, name, namespace)
+        node_labels = [dict(entry, selector=_selector(entry["node_selector"]))
+                       for entry in sharing.node_config_labels(checked)]
+        mig_pools = [{"name": p.name, "profile": p.mig_profile, "strategy": p.mig_strategy,
+                      "selector": _selector(p.node_selector)} for p in checked if p.sharing == sharing.MIG]
+        return {
+            "config_map": config_map,
+            "config_hash": sharing.config_map_hash(config_map) or "",
+            "restart_daemonsets": list(sharing.RESTART_DAEMONSETS),
+            "restart_annotation": sharing.CONFIG_HASH_ANNOTATION,
+            "node_labels": node_labels,
+            "device_plugin_config": sharing.device_plugin_values(checked, name).get("devicePlugin", {}).get("config", {}),
+            "warnings": sharing.warnings(checked),
+            "mig_strategy": sharing.cluster_mig_strategy(checked),
+            "mig_pools": mig_pools,
+            # For GitOps: the node labels to apply, per selector (device-plugin config, and the MIG layout).
+            "label_patches": [{"selector": e["selector"], "labels": e["labels"]} for e in node_labels]
+            + [{"selector": m["selector"], "labels": {"nvidia.com/mig.config": m["profile"]}} for m in mig_pools],
+            "expected_per_gpu": {p.name: sharing.expected_allocatable(p, 1) for p in checked if p.sharing != sharing.MIG},
+        }
+    except GpuPlatformError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+class FilterModule:
+    """GPU sharing filters."""
+
+    def filters(self):
+        return {"gpu_sharing_plan": gpu_sharing_plan, "gpu_sharing_shortfall": sharing.allocatable_shortfall}
