@@ -47,4 +47,5 @@ class FilterModule:
     """GPU sharing filters."""
 
     def filters(self):
-        return {"gpu_sharing_plan": gpu_sharing_plan, "gpu_sharing_shortfall": sharing.allocatable_shortfall}
+        return {"gpu_sharing_plan": gpu_sharing_plan, "gpu_sharing_shortfall": sharing.allocatable_shortfall,
+                "gpu_resource_shortfall": sharing.resource_shortfall}

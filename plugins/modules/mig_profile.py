@@ -97,7 +97,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 nodes:
-  description: Per node, the product, the label before and after, the action (keep, change, retrigger), the layout and
+  description: Per node, the product, the label before and after, the action (keep, change, retrigger), the layout,
+    the resources the node should advertise once the layout is applied (from GFD's C(nvidia.com/gpu.count)), and
     whether a reboot may be needed.
   returned: when a cluster was contacted
   type: list

@@ -139,10 +139,15 @@ class SimulatedDevicePlugin(Controller):
     As in gpu-operator#1144, the plugin reads the ConfigMap only when its pods (re)start: the content
     is taken when the device-plugin DaemonSet's pod template changes, not when the ConfigMap does.
     The node label ``nvidia.com/device-plugin.config`` picks the config (``default`` when unset).
+    A node whose MIG layout (MIG_LAYOUTS) reached ``success`` advertises its MIG instances instead, as
+    ``nvidia.com/gpu`` (single strategy) or ``nvidia.com/mig-<profile>`` (mixed), per the ClusterPolicy.
     """
 
     watches = frozenset({("", "Node"), ("apps", "DaemonSet")})
     DAEMONSET = "nvidia-device-plugin-daemonset"
+    # The fake's own MIG facts (NVIDIA MIG user guide, A100-80GB), independent of the collection's catalog:
+    # layout -> (profile, instances per GPU).
+    MIG_LAYOUTS = {"all-1g.10gb": ("1g.10gb", 7), "all-3g.40gb": ("3g.40gb", 2)}
 
     def __init__(self, config_map="time-slicing-config"):
         self.config_map = config_map
@@ -168,7 +173,14 @@ class SimulatedDevicePlugin(Controller):
         gpus = int(labels.get("nvidia.com/gpu.count", "0"))
         text = self.loaded.get(labels.get("nvidia.com/device-plugin.config", "default"))
         resources = {"nvidia.com/gpu": str(gpus)}
-        if text:
+        layout = self.MIG_LAYOUTS.get(labels.get("nvidia.com/mig.config"))
+        if layout and labels.get("nvidia.com/mig.config.state") == "success":
+            policies = self.store.list("nvidia.com/v1", "ClusterPolicy")
+            strategy = ((policies[0].get("spec") or {}).get("mig") or {}).get("strategy") if policies else "single"
+            count = str(gpus * layout[1])
+            resources = {"nvidia.com/gpu": count} if strategy == "single" else {"nvidia.com/mig-" + layout[0]: count,
+                                                                                "nvidia.com/gpu": "0"}
+        elif text:
             slicing = (json.loads(text).get("sharing") or {}).get("timeSlicing") or {}
             for resource in slicing.get("resources") or []:
                 name = resource["name"] + (".shared" if slicing.get("renameByDefault") else "")

@@ -194,3 +194,14 @@ def test_custom_config_that_does_not_fit_is_refused_before_any_write(cluster):
         workflow.run({"nodes": ["gpu-00"], "profile": "too-big", "mig_config": CUSTOM}, lambda: kube, clock=api.clock)
     assert err.value.msg.startswith("mig_config: mig-configs.too-big[0].mig-devices")
     assert api.writes() == []
+
+
+@pytest.mark.parametrize("strategy, expected", [
+    ("single", {"nvidia.com/gpu": 56}),
+    ("mixed", {"nvidia.com/mig-1g.10gb": 56}),
+])
+def test_expected_resources_per_node(cluster, strategy, expected):
+    api, kube = cluster(count=1, delay=0.0)
+    result = workflow.run({"nodes": ["gpu-00"], "profile": "all-1g.10gb", "strategy": strategy}, lambda: kube,
+                          clock=api.clock, interval=5.0)
+    assert result["nodes"][0]["expected_resources"] == expected  # 8 A100-80GB x 7 instances

@@ -152,6 +152,8 @@ def test_sharing_time_slicing_reaches_the_device_plugin_and_mig_rolls_out(direct
     assert inference["status"]["allocatable"]["nvidia.com/gpu"] == "32", "8 GPUs x 4 replicas"
     training = api.store.get("v1", "Node", "gpu-node-2")["metadata"]["labels"]
     assert training["nvidia.com/mig.config"] == "all-1g.10gb" and training["nvidia.com/mig.config.state"] == "success"
+    allocatable = api.store.get("v1", "Node", "gpu-node-2")["status"]["allocatable"]
+    assert allocatable["nvidia.com/gpu"] == "56", "single strategy: 8 A100-80GB x 7 x 1g.10gb"
     again = runner.run()
     assert again.failed == 0 and again.changed == 0, again.changed_tasks()
 
@@ -168,3 +170,19 @@ def test_sharing_bad_pool_fails_before_any_write(direct_site):
     assert result.failed == 1
     assert any("gpu_sharing_pools[0].replicas" in m for m in result.failure_messages()), result.failure_messages()
     assert api.writes() == []
+
+
+def test_mig_mixed_strategy_advertises_mig_resources(direct_site):
+    runner, api, repo = direct_site()
+    pools = [dict(POOLS[1], mig_strategy="mixed")]
+    result = runner.run(gpu_sharing_pools=pools, gpu_operator_mig_strategy="mixed")
+    assert result.failed == 0, result.failure_messages()
+    allocatable = api.store.get("v1", "Node", "gpu-node-2")["status"]["allocatable"]
+    assert allocatable["nvidia.com/mig-1g.10gb"] == "56", "mixed strategy: 8 GPUs x 7 x 1g.10gb"
+
+
+def test_mig_strategy_must_match_the_cluster(direct_site):
+    runner, api, repo = direct_site()
+    result = runner.run(gpu_sharing_pools=[dict(POOLS[1], mig_strategy="mixed")], gpu_operator_wait=False)
+    assert result.failed == 1
+    assert "Fix: set gpu_operator_mig_strategy to mixed" in result.failure_messages()[-1]

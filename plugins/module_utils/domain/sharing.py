@@ -424,23 +424,32 @@ def assign_nodes(pools, nodes):
     return dict(sorted(out.items()))
 
 
+def resource_shortfall(nodes, expected_by_node):
+    """``"node: resource has X, expected Y"`` for each node (k8s_info resources) whose allocatable differs
+    from ``expected_by_node[name]`` (a dict of resource -> count); nodes without an expectation are skipped."""
+    out = []
+    for node in nodes:
+        name = (node.get("metadata") or {}).get("name")
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        for resource, want in sorted((expected_by_node.get(name) or {}).items()):
+            have = allocatable.get(resource, "0")
+            if str(have) != str(want):
+                out.append("%s: %s has %s, expected %s" % (name, resource, have, want))
+    return out
+
+
 def allocatable_shortfall(nodes, expected_per_gpu):
     """Nodes (k8s_info resources) that do not advertise ``expected_per_gpu`` x their GPU count.
 
     The GPU count is GFD's ``nvidia.com/gpu.count`` label (the physical GPUs, whatever the sharing).
     Returns ``"node: resource has X, expected Y"`` strings; empty when every node matches.
     """
-    out = []
+    out, expected = [], {}
     for node in nodes:
         meta = node.get("metadata") or {}
         count = (meta.get("labels") or {}).get("nvidia.com/gpu.count")
-        allocatable = (node.get("status") or {}).get("allocatable") or {}
         if count is None:
             out.append("%s: no nvidia.com/gpu.count label (GPU Feature Discovery has not labelled it)" % meta.get("name"))
             continue
-        for resource, per_gpu in sorted((expected_per_gpu or {}).items()):
-            want = per_gpu * int(count)
-            have = allocatable.get(resource, "0")
-            if str(have) != str(want):
-                out.append("%s: %s has %s, expected %d" % (meta.get("name"), resource, have, want))
-    return out
+        expected[meta.get("name")] = {r: per_gpu * int(count) for r, per_gpu in (expected_per_gpu or {}).items()}
+    return out + resource_shortfall(nodes, expected)

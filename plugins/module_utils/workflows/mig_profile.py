@@ -161,6 +161,14 @@ class Rollout:
         return cm_changed, [[p.name for p in group] for group in groups]
 
 
+def _expected(node, product, layout, strategy):
+    """What the node should advertise once the layout is applied (None without GFD's GPU count label)."""
+    count = mig_rollout.labels_of(node).get("nvidia.com/gpu.count")
+    if count is None:
+        return None
+    return mig.resources(product, layout, strategy, int(count))
+
+
 def run(params, kube_factory, check_mode=False, clock=None, interval=5.0):
     params = {k: v for k, v in params.items() if v is not None}
     timeout = _validate(params)
@@ -175,6 +183,7 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=5.0):
         raise GpuPlatformError(mig_rollout.stuck_message(plans), stuck=[p.name for p in plans if p.action == "stuck"])
     cm_changed, groups = Rollout(kube, params, timeout, clock, interval).run(plans, check_mode)
     enabled = params["profile"] != DISABLED
+    nodes_by_name = {n["metadata"]["name"]: n for n in nodes}
     results = []
     for plan in plans:
         entry = plan.as_dict()
@@ -182,6 +191,8 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=5.0):
         entry["reboot_may_be_needed"] = plan.action != "keep" and mig.reboot_may_be_needed(
             plan.before not in (None, DISABLED), enabled)
         entry["layout"] = layouts[plan.name]
+        entry["expected_resources"] = _expected(nodes_by_name[plan.name], product_by_node[plan.name],
+                                                layouts[plan.name], params.get("strategy") or "single")
         results.append(entry)
     changed_nodes = [p.name for p in plans if p.action != "keep"]
     return {
