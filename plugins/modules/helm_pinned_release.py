@@ -241,7 +241,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpu_platform.cluster.plugins.module_utils import args as shared
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.helm import Helm, find_helm, kube_flags
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.ansible_run import execute
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import helm_release
 
 ARGUMENT_SPEC = shared.combine(
@@ -273,11 +273,7 @@ def main():
         return Helm(find_helm(module.params["binary_path"]), run=lambda argv, env: module.run_command(argv, environ_update=env or {}),
                     kube_flags=kube_flags(**auth))
 
-    try:
-        result = helm_release.run(module.params, helm_factory, lambda: KubeClient(**auth), module.check_mode)
-    except GpuPlatformError as exc:
-        module.fail_json(msg=exc.msg, **exc.details)
-    module.exit_json(**result)
+    execute(module, lambda: helm_release.run(module.params, helm_factory, lambda: KubeClient(**auth), module.check_mode))
 
 
 if __name__ == "__main__":

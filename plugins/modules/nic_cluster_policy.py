@@ -189,7 +189,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils import args as shared
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.ansible_run import execute
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import nic_cluster_policy
 
 ARGUMENT_SPEC = shared.combine(
@@ -221,13 +221,7 @@ ARGUMENT_SPEC = shared.combine(
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     auth = shared.kube_auth_params(module.params)
-    try:
-        result = nic_cluster_policy.run(module.params, lambda: KubeClient(**auth), module.check_mode)
-    except GpuPlatformError as exc:
-        module.fail_json(msg=exc.msg, **exc.details)
-    for warning in result.pop("warnings", []):
-        module.warn(warning)
-    module.exit_json(**result)
+    execute(module, lambda: nic_cluster_policy.run(module.params, lambda: KubeClient(**auth), module.check_mode))
 
 
 if __name__ == "__main__":
