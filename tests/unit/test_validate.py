@@ -92,3 +92,10 @@ def test_sha256():
     assert validate.sha256_hex("chart_sha256", None) is None
     with pytest.raises(ParamError, match="not a SHA-256 digest"):
         validate.sha256_hex("chart_sha256", "abc")
+
+
+def test_given_drops_unset_options_and_suboptions():
+    params = {"mode": "sriov", "ip_gateway": None, "selectors": {"vendors": ["15b3"], "link_type": None},
+              "mig_config": {"version": None}}
+    assert validate.given(params, suboptions=("selectors",)) == {
+        "mode": "sriov", "selectors": {"vendors": ["15b3"]}, "mig_config": {"version": None}}

@@ -26,6 +26,16 @@ DURATION_PART = re.compile(r"(\d+)(h|m|s)")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
+def given(params, suboptions=()):
+    """The options the user gave: AnsibleModule fills unset options (and the unset keys of the
+    ``suboptions`` dicts) with None, and the domain's defaults apply only to options left out."""
+    out = {k: v for k, v in params.items() if v is not None}
+    for name in suboptions:
+        if isinstance(out.get(name), dict):
+            out[name] = {k: v for k, v in out[name].items() if v is not None}
+    return out
+
+
 def dns_label(field, value, max_len=63):
     """A DNS-1123 label such as a namespace name."""
     if not isinstance(value, str) or not value:

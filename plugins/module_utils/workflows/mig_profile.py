@@ -170,7 +170,7 @@ def _expected(node, product, layout, strategy):
 
 
 def run(params, kube_factory, check_mode=False, clock=None, interval=5.0):
-    params = {k: v for k, v in params.items() if v is not None}
+    params = validate.given(params)
     timeout = _validate(params)
     if params.get("render_to"):
         return run_render(params, check_mode)

@@ -55,16 +55,8 @@ def wait_ready(kube, timeout, clock=None, interval=2.0):
             states=nic_policy.component_states(last) if last else {})
 
 
-def _given(params):
-    """Options the user gave (AnsibleModule fills unset options and suboptions with None)."""
-    out = {k: v for k, v in params.items() if v is not None}
-    if isinstance(out.get("selectors"), dict):
-        out["selectors"] = {k: v for k, v in out["selectors"].items() if v is not None}
-    return out
-
-
 def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):
-    params = _given(params)
+    params = validate.given(params, suboptions=("selectors",))
     request = nic_policy.build_request(params)
     timeout = validate.duration_seconds("wait_timeout", params.get("wait_timeout") or 600)
     objects = nic_policy.render(request)
