@@ -17,7 +17,8 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export HELM_BIN := $(TOOLS)/bin/helm3
 PYTEST_ARGS ?=
 
-.PHONY: setup venv tools collection demo test lint sanity sanity-prep pytest bench clean shared-check
+.PHONY: setup venv tools collection demo test lint sanity sanity-prep pytest bench clean shared-check \
+	host-deps host-image molecule-hosts
 
 setup: venv tools collection shared-check
 
@@ -68,7 +69,31 @@ sanity-prep: venv
 pytest: setup
 	pytest $(PYTEST_ARGS)
 
-test: setup lint sanity pytest demo
+# molecule/hosts: host roles in Debian bookworm containers (podman + runc, systemd as PID 1).
+# The image is built here from deb.debian.org (scripts/build_host_image.sh); no registry needed.
+HOST_PACKAGES := podman runc debootstrap
+HOST_CONTAINERS_CONF := $(ROOT)/molecule/hosts/containers.conf
+
+host-deps:
+	@missing=""; for cmd in $(HOST_PACKAGES); do command -v $$cmd >/dev/null || missing="$$missing $$cmd"; done; \
+	if [ -n "$$missing" ]; then \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  echo "installing$$missing"; \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq; \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold $(HOST_PACKAGES) >/dev/null; \
+	fi
+
+host-image: host-deps
+	scripts/build_host_image.sh
+
+molecule-hosts: setup host-image
+	mkdir -p $(BUILD)/apt-cache/partial
+	cd $(ROOT) && CONTAINERS_CONF=$(HOST_CONTAINERS_CONF) \
+	  GPU_PLATFORM_HOST_IMAGE=$$(scripts/build_host_image.sh --image-name) \
+	  molecule test -s hosts
+
+test: setup lint sanity pytest molecule-hosts demo
 
 bench: setup
 	python bench/helm_noop.py --helm $(TOOLS)/bin/helm3

@@ -10,6 +10,7 @@ the schema tests check every key this produces against that file.
 
 from __future__ import annotations
 
+import copy
 import re
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
@@ -31,12 +32,42 @@ def _bool(settings, key):
     return value
 
 
+def _driver_values(settings):
+    """The ``driver`` and ``toolkit`` values decided by gpu_driver_mode (``gpu_operator_values``)."""
+    decided = settings.get("driver_values")
+    if not isinstance(decided, dict) or not isinstance(decided.get("driver"), dict) or \
+            not isinstance(decided["driver"].get("enabled"), bool):
+        raise ParamError("gpu_operator_driver_values", "%r is not a gpu_driver_mode decision" % (decided,),
+                         "pass the gpu_operator_values that gpu_platform.cluster.gpu_driver_mode returns")
+    return copy.deepcopy(decided["driver"]), copy.deepcopy(decided.get("toolkit") or {"enabled": True})
+
+
+# Values only gpu_driver_mode may set: an override in extra_values would bypass its conflict check.
+DECIDED_KEYS = (("driver", "enabled"), ("driver", "nvidiaDriverCRD", "enabled"), ("toolkit", "enabled"))
+
+
+def _check_overrides(extra, values):
+    for path in DECIDED_KEYS:
+        given, decided = extra, values
+        for key in path:
+            given = given.get(key) if isinstance(given, dict) else None
+            decided = decided.get(key) if isinstance(decided, dict) else None
+        if given is not None and given != decided:
+            raise ParamError("gpu_operator_extra_values.%s" % ".".join(path),
+                             "%r contradicts the driver owner that gpu_driver_mode decided (%s=%r)" % (
+                                 given, ".".join(path), decided),
+                             "set gpu_platform_driver_mode (host, operator or auto) instead; the owner is decided "
+                             "there and checked against every node")
+
+
 def build_values(settings):
-    """Chart values from the role's settings (keys without the ``gpu_operator_`` prefix).
+    """Chart values from the role's settings (keys without the ``gpu_operator_`` prefix) and the
+    ``driver_values`` that gpu_driver_mode decided.
 
     Raises ParamError naming the role variable for any bad or contradictory choice.
     """
-    driver = _bool(settings, "driver_enabled")
+    driver_values, toolkit_values = _driver_values(settings)
+    driver = driver_values["enabled"]
     rdma = _bool(settings, "rdma_enabled")
     host_mofed = _bool(settings, "rdma_use_host_mofed")
     strategy = settings.get("mig_strategy")
@@ -46,17 +77,17 @@ def build_values(settings):
     if host_mofed and not rdma:
         raise ParamError("gpu_operator_rdma_use_host_mofed", "is true but gpu_operator_rdma_enabled is false",
                          "enable RDMA (gpu_operator_rdma_enabled: true) or drop the host MOFED setting")
-    if rdma and not driver:
-        raise ParamError("gpu_operator_rdma_enabled", "needs the operator-managed driver (driver.rdma is a driver "
-                         "container setting) but gpu_operator_driver_enabled is false",
-                         "with a host driver, load nvidia-peermem on the hosts (peermem role) and keep RDMA off here")
     driver_version = settings.get("driver_version") or ""
     if driver_version and not DRIVER_VERSION.match(str(driver_version)):
         raise ParamError("gpu_operator_driver_version", "%r is not a driver version" % (driver_version,),
                          "give a full version such as 580.95.05, or leave it empty for the chart's default")
+    if driver_version and not driver:
+        raise ParamError("gpu_operator_driver_version", "is %s but the hosts own the driver (gpu_driver_mode decided "
+                         "host)" % driver_version, "pin the hosts' branch with host_driver_branch and leave "
+                         "gpu_operator_driver_version empty")
     values = {
-        "driver": {"enabled": driver, "nvidiaDriverCRD": {"enabled": False}},
-        "toolkit": {"enabled": _bool(settings, "toolkit_enabled")},
+        "driver": driver_values,
+        "toolkit": toolkit_values,
         "nfd": {"enabled": _bool(settings, "nfd_enabled")},
         "mig": {"strategy": strategy},
         "dcgmExporter": {
@@ -64,10 +95,8 @@ def build_values(settings):
             "serviceMonitor": {"enabled": _bool(settings, "dcgm_exporter_service_monitor")},
         },
     }
-    if driver:
-        values["driver"]["rdma"] = {"enabled": rdma, "useHostMofed": host_mofed}
-        if driver_version:
-            values["driver"]["version"] = str(driver_version)
+    if driver and driver_version:
+        values["driver"]["version"] = str(driver_version)
     if values["dcgmExporter"]["serviceMonitor"]["enabled"] and not values["dcgmExporter"]["enabled"]:
         raise ParamError("gpu_operator_dcgm_exporter_service_monitor", "is true but the DCGM exporter is disabled",
                          "enable gpu_operator_dcgm_exporter_enabled or turn the ServiceMonitor off")
@@ -85,6 +114,7 @@ def build_values(settings):
     if not isinstance(extra, dict):
         raise ParamError("gpu_operator_extra_values", "must be a dictionary of chart values",
                          "give structured values, e.g. {operator: {defaultRuntime: containerd}}")
+    _check_overrides(extra, values)
     return deep_merge(values, extra)
 
 

@@ -1,0 +1,32 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the host_driver and peermem roles; the logic is in module_utils/domain."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import host_driver, peermem
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+
+
+def host_driver_plan(os_info, settings):
+    try:
+        return host_driver.plan(os_info, settings)
+    except ParamError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+def peermem_daemonset(namespace, image, module="nvidia-peermem", node_selector=None):
+    try:
+        return peermem.daemonset(namespace, image, module, node_selector)
+    except ParamError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+class FilterModule:
+    """GPU host filters."""
+
+    def filters(self):
+        return {"host_driver_plan": host_driver_plan, "peermem_daemonset": peermem_daemonset}

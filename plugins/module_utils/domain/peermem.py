@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""nvidia-peermem on GPU nodes whose driver the cloud (or someone else) installed: a DaemonSet that
+loads the module on every GPU node and keeps it loaded.
+
+Private to the collection: not a public API. Pure: standard library only.
+The container loads the module with the host's own modprobe (chroot into the host's root) and then
+idles; its startup probe waits for the module in /proc/modules (one list for the whole kernel) and its
+liveness probe restarts the container, which loads the module again, when it disappears.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+
+NAME = "nvidia-peermem-loader"
+MODULE = re.compile(r"^[a-z0-9_-]+$")
+LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "gpu-platform"}
+
+
+def daemonset(namespace, image, module="nvidia-peermem", node_selector=None):
+    """The Namespace (pod-security privileged) and the DaemonSet, as a list of objects."""
+    validate.dns_label("peermem_namespace", namespace)
+    if not isinstance(image, str) or not image or ":" not in image.rsplit("/", 1)[-1] and "@" not in image:
+        raise ParamError("peermem_loader_image", "%r has no tag or digest" % (image,),
+                         "pin the image, e.g. docker.io/library/busybox:1.37.0")
+    if image.endswith(":latest"):
+        raise ParamError("peermem_loader_image", "%r is not pinned" % image, "give a fixed tag or a digest")
+    if not isinstance(module, str) or not MODULE.match(module):
+        raise ParamError("peermem_module", "%r is not a kernel module name" % (module,),
+                         "use nvidia-peermem (or nvidia-current-peermem on Debian's packages)")
+    selector = node_selector if node_selector is not None else {"nvidia.com/gpu.present": "true"}
+    if not isinstance(selector, dict) or not selector:
+        raise ParamError("peermem_node_selector", "must be a non-empty dictionary of node labels",
+                         "e.g. {nvidia.com/gpu.present: 'true'} or {kubernetes.azure.com/accelerator: nvidia}")
+    loaded = module.replace("-", "_")
+    probe = {"exec": {"command": ["grep", "-q", "^%s " % loaded, "/proc/modules"]}}
+    namespace_obj = {"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": namespace,
+                                  "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}}
+    container = {
+        "name": "loader",
+        "image": image,
+        "command": ["/bin/sh", "-c"],
+        # The host's modprobe resolves dependencies (ib_core, nvidia) from the host's module tree.
+        # Once loaded the container idles; the probes do the watching.
+        "args": ["chroot /host /sbin/modprobe %s && echo \"%s loaded\" && exec sleep infinity" % (module, module)],
+        "securityContext": {"privileged": True},
+        "volumeMounts": [{"name": "host-root", "mountPath": "/host", "readOnly": True}],
+        "startupProbe": dict(probe, periodSeconds=5, failureThreshold=24),
+        "livenessProbe": dict(probe, periodSeconds=30, failureThreshold=2),
+        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
+    }
+    ds = {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": NAME, "namespace": namespace, "labels": dict(LABELS)},
+        "spec": {
+            "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}},
+            "template": {
+                "metadata": {"labels": dict(LABELS)},
+                "spec": {
+                    "hostPID": True,
+                    "priorityClassName": "system-node-critical",
+                    "nodeSelector": dict(selector),
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [container],
+                    "volumes": [{"name": "host-root", "hostPath": {"path": "/", "type": "Directory"}}],
+                },
+            },
+        },
+    }
+    return [namespace_obj, ds]

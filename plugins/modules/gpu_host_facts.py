@@ -1,0 +1,148 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: gpu_host_facts
+short_description: Gather a GPU host's NVIDIA driver evidence (PCI devices, loaded modules, driver packages)
+version_added: 0.1.0
+description:
+  - Reads, and never changes, what M(gpu_platform.cluster.gpu_driver_mode) needs from a GPU host. That is the NVIDIA
+    PCI devices (vendor C(0x10de), VGA or 3D controller class) under C(/sys/bus/pci/devices), the loaded driver
+    version from C(/proc/driver/nvidia/version), the modules C(nvidia), C(nvidia_peermem) and C(nouveau) in
+    C(/proc/modules), the installed NVIDIA driver and container toolkit packages (dpkg or rpm), and where C(nvidia-smi)
+    is.
+  - Also returns the record that the C(host_driver) role leaves in C(/etc/ansible/facts.d/gpu_platform_driver.fact).
+  - One module call instead of a handful of probe tasks, so that fact gathering stays cheap on large inventories.
+author:
+  - gpu_platform maintainers (@gpu-platform)
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads.
+  diff_mode:
+    support: none
+    description: Nothing is changed.
+  facts:
+    support: full
+options:
+  node_name:
+    description: The Kubernetes node name of this host. Defaults to the host name, lower-cased.
+    type: str
+  root:
+    description: The file system root to read from (for chroots and tests).
+    type: path
+    default: /
+"""
+
+EXAMPLES = r"""
+- name: Gather the driver evidence of a GPU host
+  gpu_platform.cluster.gpu_host_facts:
+    node_name: "{{ gpu_platform_node_name | default(omit) }}"
+
+- name: Say what was found
+  ansible.builtin.debug:
+    msg: >-
+      {{ gpu_host.node_name }}: {{ gpu_host.gpus | length }} GPU(s), driver {{ gpu_host.driver_version or 'not loaded' }},
+      packages {{ gpu_host.driver_packages }}
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: The facts, under C(gpu_host).
+  returned: always
+  type: dict
+  contains:
+    gpu_host:
+      description: C(node_name), C(gpu_present), C(gpus) (PCI address and device id), C(driver_loaded),
+        C(driver_version), C(modules) (of interest, loaded), C(peermem_loaded), C(nouveau_loaded), C(driver_packages)
+        and C(toolkit_packages) (name to version), C(nvidia_smi) (path or empty), C(package_manager), C(host_driver)
+        (the host_driver role's record, or empty).
+      type: dict
+      returned: always
+      sample:
+        node_name: gpu-node-01
+        gpu_present: true
+        gpus: [{address: "0000:17:00.0", device: "0x2330"}]
+        driver_loaded: true
+        driver_version: 535.247.01
+        modules: [nvidia, nvidia_peermem]
+        peermem_loaded: true
+        nouveau_loaded: false
+        driver_packages: {nvidia-kernel-dkms: 535.247.01-1~deb12u1}
+        toolkit_packages: {}
+        nvidia_smi: /usr/bin/nvidia-smi
+        package_manager: dpkg
+        host_driver: {branch: "535", source: distribution}
+"""
+
+import glob
+import json
+import os
+import platform
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import host_facts
+
+FACTS_FILE = "etc/ansible/facts.d/gpu_platform_driver.fact"
+
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def _pci(root):
+    out = {}
+    for device in glob.glob(os.path.join(root, "sys/bus/pci/devices/*")):
+        out[os.path.basename(device)] = {attr: _read(os.path.join(device, attr)) for attr in ("vendor", "class", "device")}
+    return out
+
+
+def _packages(module):
+    dpkg = module.get_bin_path("dpkg-query")
+    if dpkg:
+        rc, out, err = module.run_command([dpkg, "-W", "-f", "${Package}\t${Version}\t${db:Status-Abbrev}\n"])
+        if rc != 0:
+            module.fail_json(msg="dpkg-query failed: %s" % err.strip())
+        return "dpkg", host_facts.parse_dpkg(out)
+    rpm = module.get_bin_path("rpm")
+    if rpm:
+        rc, out, err = module.run_command([rpm, "-qa", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}\n"])
+        if rc != 0:
+            module.fail_json(msg="rpm -qa failed: %s" % err.strip())
+        return "rpm", host_facts.parse_rpm(out)
+    return "", {}
+
+
+def main():
+    module = AnsibleModule(argument_spec={"node_name": {"type": "str"}, "root": {"type": "path", "default": "/"}},
+                           supports_check_mode=True)
+    root = module.params["root"]
+    manager, packages = _packages(module)
+    record = _read(os.path.join(root, FACTS_FILE))
+    try:
+        record = json.loads(record) if record.strip() else {}
+    except ValueError:
+        module.warn("%s is not JSON; ignoring it" % os.path.join(root, FACTS_FILE))
+        record = {}
+    smi = module.get_bin_path("nvidia-smi") or ""
+    facts = host_facts.summarize(
+        module.params["node_name"] or platform.node().split(".")[0].lower(), _pci(root),
+        _read(os.path.join(root, "proc/driver/nvidia/version")), _read(os.path.join(root, "proc/modules")),
+        packages, smi)
+    facts["package_manager"] = manager
+    facts["host_driver"] = record
+    module.exit_json(changed=False, ansible_facts={"gpu_host": facts})
+
+
+if __name__ == "__main__":
+    main()
