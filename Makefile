@@ -73,6 +73,8 @@ pytest: setup
 # The image is built here from deb.debian.org (scripts/build_host_image.sh); no registry needed.
 HOST_PACKAGES := podman runc debootstrap
 HOST_CONTAINERS_CONF := $(ROOT)/molecule/hosts/containers.conf
+# the platforms of molecule/hosts/molecule.yml, each with its own apt archive cache
+HOST_PLATFORMS := gpu-host predriver-host
 
 host-deps:
 	@missing=""; for cmd in $(HOST_PACKAGES); do command -v $$cmd >/dev/null || missing="$$missing $$cmd"; done; \
@@ -88,7 +90,7 @@ host-image: host-deps
 	scripts/build_host_image.sh
 
 molecule-hosts: setup host-image
-	mkdir -p $(BUILD)/apt-cache/partial
+	mkdir -p $(addprefix $(BUILD)/apt-cache/,$(HOST_PLATFORMS))
 	cd $(ROOT) && CONTAINERS_CONF=$(HOST_CONTAINERS_CONF) \
 	  GPU_PLATFORM_HOST_IMAGE=$$(scripts/build_host_image.sh --image-name) \
 	  molecule test -s hosts

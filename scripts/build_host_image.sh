@@ -45,11 +45,18 @@ if ! "${force}" && podman image exists "${IMAGE}"; then
   exit 0
 fi
 
+# debootstrap mounts /proc and /sys inside the rootfs and can leave them mounted when it fails:
+# unmount before removing, and never let rm cross into another file system.
+cleanup() {
+  findmnt -rn -o TARGET | grep -F "${WORK}/" | sort -r | xargs -r umount -l || true
+  rm -rf --one-file-system "${WORK}"
+}
+
 t0=${SECONDS}
 rootfs="${WORK}/rootfs"
-rm -rf "${WORK}"
+cleanup
 mkdir -p "${rootfs}" "${CACHE}"
-trap 'rm -rf "${WORK}"' EXIT
+trap cleanup EXIT
 
 echo "debootstrap ${SUITE} (minbase + ${PACKAGES}) from ${MIRROR}"
 debootstrap --variant=minbase --include="${PACKAGES}" --cache-dir="${CACHE}" \

@@ -81,9 +81,12 @@ class SimulatedGpuOperator(Controller):
     def _reconcile_operands(self, policy):
         spec = policy.get("spec") or {}
         for component, name in OPERANDS:
+            existing = self.store.get("apps/v1", "DaemonSet", name, self.namespace)
             if not _enabled(spec, component):
+                if existing is not None:  # a disabled operand goes away, and its pods with it (GC)
+                    self.store.delete("apps/v1", "DaemonSet", name, self.namespace)
                 continue
-            if self.store.get("apps/v1", "DaemonSet", name, self.namespace) is not None:
+            if existing is not None:
                 continue
             labels = {"app": name, "app.kubernetes.io/part-of": "nvidia-gpu"}
             if name in self.never_ready:
@@ -98,6 +101,24 @@ class SimulatedGpuOperator(Controller):
                          "template": {"metadata": {"labels": labels},
                                       "spec": {"nodeSelector": {GPU_NODE_LABEL: "true"},
                                                "containers": [{"name": name, "image": "nvcr.io/nvidia/" + name}]}}},
+            })
+            if component == "driver":
+                self._driver_pods(self.store.get("apps/v1", "DaemonSet", name, self.namespace))
+
+    def _driver_pods(self, daemonset):
+        """The driver container's pods, one per GPU node, as gpu_driver_mode finds them."""
+        meta = daemonset["metadata"]
+        for node in self.store.list("v1", "Node", label_selector=GPU_NODE_LABEL + "=true"):
+            node_name = node["metadata"]["name"]
+            self.store.create({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "%s-%s" % (meta["name"], node_name), "namespace": meta["namespace"],
+                             "labels": {"app": meta["name"]},
+                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": meta["name"],
+                                                  "uid": meta["uid"], "controller": True}]},
+                "spec": {"nodeName": node_name, "containers": [{"name": "nvidia-driver-ctr",
+                                                                "image": "nvcr.io/nvidia/driver"}]},
+                "status": {"phase": "Running"},
             })
 
     def _set_state(self, policy):

@@ -39,15 +39,102 @@ def test_install_wait_smoke_then_idempotent_then_check_mode(direct_site):
     assert repo.count() == 0
 
 
-def test_values_follow_the_inventory(direct_site):
+def label_nodes(api, labels, names=("gpu-node-1", "gpu-node-2")):
+    for name in names:
+        api.store.set_labels("v1", "Node", name, labels)
+
+
+def test_host_mode_turns_the_operator_driver_off(direct_site):
     runner, api, repo = direct_site()
-    result = runner.run(gpu_operator_driver_enabled=False, gpu_operator_mig_strategy="mixed",
+    # The GPU Operator found a working host driver on both nodes before (GFD's label).
+    label_nodes(api, {"nvidia.com/gpu.deploy.driver": "pre-installed"})
+    api.clear_log()
+    result = runner.run(gpu_platform_driver_mode="auto", gpu_operator_mig_strategy="mixed",
                         gpu_operator_dcgm_exporter_enabled=False)
     assert result.failed == 0, result.failure_messages()
+    decision = result.result("The decision")["msg"]
+    assert decision.startswith("host owns the NVIDIA driver (auto: every GPU node (2) has a host driver)")
     spec = api.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")["spec"]
     assert spec["driver"]["enabled"] is False and spec["mig"]["strategy"] == "mixed"
-    assert spec["dcgmExporter"]["enabled"] is False
     assert api.store.get("apps/v1", "DaemonSet", "nvidia-driver-daemonset", "gpu-operator") is None
+    assert spec["dcgmExporter"]["enabled"] is False
+    summary = result.result("What was written and which versions are pinned")["msg"]
+    assert "gpu-operator driver = host-installed (host)" in summary[2]
+
+
+def test_host_mode_refuses_the_operators_driver_pods_before_any_write(direct_site):
+    runner, api, repo = direct_site()
+    first = runner.run()  # auto, nothing on the nodes: the operator's driver container owns it
+    assert first.failed == 0, first.failure_messages()
+    assert len(api.store.list("v1", "Pod", "gpu-operator", label_selector="app=nvidia-driver-daemonset")) == 2
+    api.clear_log()
+    result = runner.run(gpu_platform_driver_mode="host")
+    assert result.failed == 1
+    msg = result.failure_messages()[-1]
+    assert "gpu_platform_driver_mode is host but the GPU Operator deploys drivers" in msg
+    for node in ("gpu-node-1", "gpu-node-2"):
+        assert "%s: operator driver pod gpu-operator/nvidia-driver-daemonset-%s" % (node, node) in msg
+    assert "Either (1) let the operator own the driver" in msg and "(2) remove the operator's driver first" in msg
+    assert api.writes() == []
+
+
+def test_a_host_driver_beside_the_operators_driver_is_refused_per_node(direct_site):
+    runner, api, repo = direct_site()
+    assert runner.run().failed == 0
+    # Someone installed a driver on one host too: GFD/the operator report it as pre-installed.
+    label_nodes(api, {"nvidia.com/gpu.deploy.driver": "pre-installed"}, names=("gpu-node-2",))
+    api.clear_log()
+    result = runner.run()
+    assert result.failed == 1
+    msg = result.failure_messages()[-1]
+    assert "Both a host driver and the GPU Operator's driver container are on 1 node(s)" in msg
+    assert "gpu-node-2: label nvidia.com/gpu.deploy.driver=pre-installed" in msg and "gpu-node-1" not in msg
+    assert api.writes() == []
+
+
+def test_auto_refuses_a_mixed_cluster_naming_each_node(direct_site):
+    runner, api, repo = direct_site()
+    label_nodes(api, {"nvidia.com/cuda.driver.major": "535"}, names=("gpu-node-1",))
+    api.clear_log()
+    result = runner.run(gpu_platform_driver_mode="auto")
+    assert result.failed == 1
+    msg = result.failure_messages()[-1]
+    assert "the GPU nodes disagree: 1 have a host driver and 1 do not" in msg
+    assert "gpu-node-1: label nvidia.com/cuda.driver.major=535" in msg
+    assert "gpu-node-2: no NVIDIA driver found" in msg
+    assert "Nothing was changed." in msg
+    assert api.writes() == []
+
+
+def test_host_mode_refuses_nvidia_driver_objects_while_driver_enabled_is_false(direct_site):
+    runner, api, repo = direct_site()
+    label_nodes(api, {"nvidia.com/gpu.deploy.driver": "pre-installed"})
+    api.store.create({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
+                      "spec": {"driver": {"enabled": False, "useNvidiaDriverCRD": True}}})
+    api.store.create({"apiVersion": "nvidia.com/v1alpha1", "kind": "NVIDIADriver", "metadata": {"name": "default"},
+                      "spec": {"driverType": "gpu"}})
+    api.clear_log()
+    result = runner.run(gpu_platform_driver_mode="host")
+    assert result.failed == 1
+    msg = result.failure_messages()[-1]
+    assert "cluster: NVIDIADriver objects default" in msg
+    assert "driver.useNvidiaDriverCRD=true while driver.enabled=false" in msg and "gpu-operator#1795" in msg
+    assert api.writes() == []
+
+
+def test_cloud_managed_driver_gets_the_peermem_loader_daemonset(direct_site):
+    runner, api, repo = direct_site()
+    result = runner.run(gpu_platform_driver_mode="host", gpu_platform_cloud_driver="present", **NETWORK)
+    assert result.failed == 0, result.failure_messages() or result.debug_text()
+    loader = api.store.get("apps/v1", "DaemonSet", "nvidia-peermem-loader", "nvidia-peermem")
+    assert loader["status"]["numberReady"] == 2
+    probe = loader["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]["exec"]["command"]
+    assert probe == ["grep", "-q", "^nvidia_peermem ", "/proc/modules"]
+    spec = api.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")["spec"]
+    assert spec["driver"]["enabled"] is False and spec["toolkit"]["enabled"] is False
+    assert not spec["driver"].get("rdma", {}).get("enabled"), "a host driver: peermem is the loader's job"
+    again = runner.run()
+    assert again.failed == 0 and again.changed == 0, again.changed_tasks()
 
 
 def test_cluster_policy_never_ready_names_the_operands(direct_site):
@@ -93,7 +180,10 @@ def test_second_gpu_operator_elsewhere_is_refused_before_any_write(direct_site):
 
 @pytest.mark.parametrize("over, words", [
     ({"gpu_operator_rdma_use_host_mofed": True}, "gpu_operator_rdma_use_host_mofed: is true but gpu_operator_rdma_enabled is false"),
-    ({"gpu_operator_rdma_enabled": True, "gpu_operator_driver_enabled": False}, "gpu_operator_rdma_enabled: needs the operator-managed driver"),
+    ({"gpu_platform_driver_mode": "hosts"}, "gpu_operator_driver_mode"),
+    ({"gpu_platform_driver_mode": "host"}, "have no driver and no host in the gpu_hosts group"),
+    ({"gpu_operator_extra_values": {"driver": {"enabled": False}}},
+     "gpu_operator_extra_values.driver.enabled: False contradicts the driver owner"),
     ({"gpu_operator_mig_strategy": "all"}, "gpu_operator_mig_strategy"),
     ({"gpu_operator_chart_version": "latest"}, "gpu_operator_chart_version: 'latest' is not a GPU Operator chart version"),
 ])

@@ -10,10 +10,21 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.schema import crdschema
 
-BASE = {"driver_enabled": True, "driver_version": "", "toolkit_enabled": True, "nfd_enabled": True,
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_mode
+
+
+def decided(mode, rdma=False, mofed=False, nodes=(), cluster=None, cloud="unknown"):
+    """The driver values gpu_driver_mode returns, as the role passes them on."""
+    return driver_mode.decide(mode, list(nodes), cluster, cloud_driver=cloud, rdma=rdma,
+                              host_mofed=mofed)["gpu_operator_values"]
+
+
+BASE = {"driver_values": decided("operator"), "driver_version": "", "nfd_enabled": True,
         "dcgm_exporter_enabled": True, "dcgm_exporter_service_monitor": False, "mig_strategy": "single",
         "device_plugin_config": {}, "rdma_enabled": False, "rdma_use_host_mofed": False,
         "image_pull_secrets": [], "extra_values": {}}
+HOST_TOOLKIT = {"name": "n1", "host": {"node_name": "n1", "driver_loaded": True, "driver_version": "535.247.01",
+                                       "toolkit_packages": {"nvidia-container-toolkit": "1.17.8-1"}}}
 
 
 @pytest.fixture(scope="module")
@@ -22,12 +33,16 @@ def defaults(shared_dir):
 
 
 def combos():
-    for driver, rdma, mofed, strategy, monitor in itertools.product(
-            (True, False), (True, False), (True, False), gpu_operator.MIG_STRATEGIES, (True, False)):
-        if (mofed and not rdma) or (rdma and not driver):
+    for mode, rdma, mofed, strategy, monitor, crd in itertools.product(
+            ("host", "operator"), (True, False), (True, False), gpu_operator.MIG_STRATEGIES, (True, False),
+            (True, False)):
+        if mofed and not rdma:
             continue
-        yield dict(BASE, driver_enabled=driver, rdma_enabled=rdma, rdma_use_host_mofed=mofed, mig_strategy=strategy,
-                   dcgm_exporter_service_monitor=monitor, driver_version="580.95.05",
+        nodes = [HOST_TOOLKIT] if mode == "host" else []
+        cluster = {"nvidia_drivers": ["default"]} if crd and mode == "operator" else None
+        yield dict(BASE, driver_values=decided(mode, rdma, mofed, nodes, cluster), rdma_enabled=rdma,
+                   rdma_use_host_mofed=mofed, mig_strategy=strategy, dcgm_exporter_service_monitor=monitor,
+                   driver_version="580.95.05" if mode == "operator" else "",
                    device_plugin_config={"name": "time-slicing-config", "default": "any"},
                    image_pull_secrets=["ngc-pull"])
 
@@ -36,14 +51,24 @@ def combos():
 def test_every_key_exists_in_the_chart(settings, defaults):
     values = gpu_operator.build_values(settings)
     assert crdschema.check_values_keys(values, defaults) == []
-    assert values["driver"]["enabled"] is settings["driver_enabled"]
-    assert values["driver"]["nvidiaDriverCRD"] == {"enabled": False}  # the CRD path ignores driver.enabled alone
+    operator = settings["driver_values"]["driver"]["enabled"]
     assert values["mig"]["strategy"] == settings["mig_strategy"]
-    if settings["driver_enabled"]:
-        assert values["driver"]["rdma"] == {"enabled": settings["rdma_enabled"], "useHostMofed": settings["rdma_use_host_mofed"]}
+    if operator:
+        assert values["driver"]["rdma"] == {"enabled": settings["rdma_enabled"],
+                                            "useHostMofed": settings["rdma_use_host_mofed"]}
         assert values["driver"]["version"] == "580.95.05"
+        assert values["toolkit"]["enabled"] is True
     else:
+        # The CRD path ignores driver.enabled alone (gpu-operator#1795): both off with a host driver.
+        assert values["driver"]["enabled"] is False and values["driver"]["nvidiaDriverCRD"] == {"enabled": False}
         assert "rdma" not in values["driver"] and "version" not in values["driver"]
+        assert values["toolkit"]["enabled"] is False  # every node has the toolkit on the host
+
+
+def test_the_decision_is_not_modified_in_place():
+    settings = dict(BASE, driver_version="580.95.05")
+    gpu_operator.build_values(settings)
+    assert "version" not in settings["driver_values"]["driver"]
 
 
 def test_a_misspelt_extra_value_is_caught(defaults):
@@ -52,16 +77,25 @@ def test_a_misspelt_extra_value_is_caught(defaults):
 
 
 def test_extra_values_merge_last():
-    values = gpu_operator.build_values(dict(BASE, extra_values={"driver": {"enabled": False}, "operator": {"defaultRuntime": "crio"}}))
-    assert values["driver"]["enabled"] is False and values["operator"] == {"defaultRuntime": "crio"}
+    values = gpu_operator.build_values(dict(BASE, extra_values={"driver": {"enabled": True, "useOpenKernelModules": True},
+                                                                "operator": {"defaultRuntime": "crio"}}))
+    assert values["driver"]["useOpenKernelModules"] is True and values["operator"] == {"defaultRuntime": "crio"}
 
 
 @pytest.mark.parametrize("over, field, words", [
-    ({"driver_enabled": "yes"}, "gpu_operator_driver_enabled", "not true or false"),
+    ({"driver_values": {"driver": {"enabled": "yes"}}}, "gpu_operator_driver_values", "not a gpu_driver_mode decision"),
+    ({"driver_values": None}, "gpu_operator_driver_values", "not a gpu_driver_mode decision"),
     ({"mig_strategy": "all"}, "gpu_operator_mig_strategy", "not a MIG strategy"),
     ({"rdma_use_host_mofed": True}, "gpu_operator_rdma_use_host_mofed", "gpu_operator_rdma_enabled is false"),
-    ({"rdma_enabled": True, "driver_enabled": False}, "gpu_operator_rdma_enabled", "needs the operator-managed driver"),
     ({"driver_version": "latest"}, "gpu_operator_driver_version", "not a driver version"),
+    ({"driver_version": "580.95.05", "driver_values": decided("host", nodes=[HOST_TOOLKIT])},
+     "gpu_operator_driver_version", "the hosts own the driver"),
+    # An override of what gpu_driver_mode decided would bypass its conflict check.
+    ({"extra_values": {"driver": {"enabled": False}}}, "gpu_operator_extra_values.driver.enabled", "contradicts"),
+    ({"extra_values": {"driver": {"nvidiaDriverCRD": {"enabled": True}}}},
+     "gpu_operator_extra_values.driver.nvidiaDriverCRD.enabled", "contradicts"),
+    ({"driver_values": decided("host", nodes=[HOST_TOOLKIT]), "extra_values": {"toolkit": {"enabled": True}}},
+     "gpu_operator_extra_values.toolkit.enabled", "contradicts"),
     ({"dcgm_exporter_enabled": False, "dcgm_exporter_service_monitor": True}, "gpu_operator_dcgm_exporter_service_monitor",
      "DCGM exporter is disabled"),
     ({"device_plugin_config": {"name": "Bad_Name"}}, "gpu_operator_device_plugin_config.name", "not a valid name"),
