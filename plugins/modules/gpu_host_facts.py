@@ -90,6 +90,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import host_facts
 
 FACTS_FILE = "etc/ansible/facts.d/gpu_platform_driver.fact"
+ARGUMENT_SPEC = {"node_name": {"type": "str"}, "root": {"type": "path", "default": "/"}}
 
 
 def _read(path):
@@ -124,8 +125,7 @@ def _packages(module):
 
 
 def main():
-    module = AnsibleModule(argument_spec={"node_name": {"type": "str"}, "root": {"type": "path", "default": "/"}},
-                           supports_check_mode=True)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     root = module.params["root"]
     manager, packages = _packages(module)
     record = _read(os.path.join(root, FACTS_FILE))

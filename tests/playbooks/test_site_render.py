@@ -62,7 +62,7 @@ def test_bundle_is_valid_idempotent_and_builds(render_site, shared_dir, fmt, kin
 
 def test_namespace_is_privileged_and_values_follow_the_inventory(render_site, shared_dir):
     runner, out = render_site
-    result = runner.run(gpu_operator_driver_enabled=False, gpu_operator_mig_strategy="mixed",
+    result = runner.run(gpu_platform_driver_mode="host", gpu_operator_mig_strategy="mixed",
                         gpu_operator_device_plugin_config={"name": "time-slicing-config", "default": "any"},
                         gpu_operator_image_pull_secrets=["ngc-pull"])
     assert result.failed == 0, result.failure_messages()
@@ -97,11 +97,14 @@ def test_example_inventories_choices_are_valid(render_site, shared_dir, inventor
     runner, out = render_site
     path = os.path.join(os.path.dirname(__file__), "..", "..", "inventories", inventory, "group_vars", "all", "platform.yml")
     with open(path, encoding="utf-8") as handle:
-        choices = {k: v for k, v in yaml.safe_load(handle).items() if not k.startswith("gpu_platform_")}
+        # Where the cluster is (kubeconfig, context) is not a choice: the test renders instead.
+        choices = {k: v for k, v in yaml.safe_load(handle).items()
+                   if k not in ("gpu_platform_kubeconfig", "gpu_platform_context")}
     result = runner.run(**choices)
     assert result.failed == 0, result.failure_messages()
     values = bundle(out)["helmrelease-gpu-operator-gpu-operator.yaml"]["spec"]["values"]
-    assert values["driver"]["enabled"] is choices["gpu_operator_driver_enabled"]
+    assert values["driver"]["enabled"] is (choices["gpu_platform_driver_mode"] == "operator")
+    assert values["driver"]["nvidiaDriverCRD"] == {"enabled": False}
     defaults = os.path.join(shared_dir, "upstream", "gpu-operator", "values.default.yaml")
     assert crdschema.check_values_keys(values, defaults) == []
 

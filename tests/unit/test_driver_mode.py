@@ -377,28 +377,23 @@ def test_host_facts_summary_feeds_decide():
     assert got["findings"] == ["driver 535.247.01 loaded (/proc/driver/nvidia/version)"]
 
 
-# ---------------------------------------------------------------- real bugs (strict xfail)
+# ---------------------------------------------------------------- bugs these tests found (fixed)
 
 AKS_NOTE = ("cloud_driver=present says every GPU node's image ships the driver (e.g. an autoscaled AKS GPU pool "
             "at zero nodes), but with no node seen yet it is ignored")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: decide('auto', [], cloud_driver='present') picks operator: " + AKS_NOTE)
 def test_bug_auto_without_nodes_ignores_a_cloud_driver():
     got = driver_mode.decide("auto", [], cloud_driver="present")
     assert got["mode"] == "host" and got["owner"] == "cloud"
     assert got["gpu_operator_values"]["driver"]["enabled"] is False
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: decide('operator', [], cloud_driver='present') does not refuse: "
-                   + AKS_NOTE)
 def test_bug_operator_without_nodes_accepts_a_cloud_driver():
     with pytest.raises(Refusal):
         driver_mode.decide("operator", [], cloud_driver="present")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: decide('host', [], cloud_driver='present') keeps toolkit.enabled=true "
-                   "although classify() treats cloud_driver=present as a host toolkit on every node")
 def test_bug_host_without_nodes_keeps_the_toolkit_despite_a_cloud_driver():
     got = driver_mode.decide("host", [], cloud_driver="present")
     assert got["gpu_operator_values"]["toolkit"] == {"enabled": False}
@@ -435,7 +430,7 @@ def test_bad_input_names_the_field_and_the_fix(changes, field, words, fix):
     assert err.field == field and err.details == {"field": field}
     assert str(err).startswith(field + ": ")
     assert words in str(err)
-    problem, fix_text = str(err).split(". Fix: ", 1)
+    dummy, fix_text = str(err).split(". Fix: ", 1)
     assert fix in fix_text
 
 

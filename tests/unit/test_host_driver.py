@@ -41,10 +41,13 @@ def rhel(major, distribution="RedHat", arch="x86_64", kernel="5.14.0-427.13.1.el
 
 # ---------------------------------------------------------------- Debian, distribution packages
 
-@pytest.mark.parametrize("major, branch, codename", [("11", "470", "bullseye"), ("12", "535", "bookworm"),
-                                                     ("13", "550", "trixie")])
-@pytest.mark.parametrize("flavour, kernel_package", [("proprietary", "nvidia-kernel-dkms"),
-                                                     ("open", "nvidia-open-kernel-dkms")])
+@pytest.mark.parametrize("major, branch, codename, flavour, kernel_package", [
+    ("11", "470", "bullseye", "proprietary", "nvidia-kernel-dkms"),
+    ("12", "535", "bookworm", "proprietary", "nvidia-kernel-dkms"),
+    ("12", "535", "bookworm", "open", "nvidia-open-kernel-dkms"),
+    ("13", "550", "trixie", "proprietary", "nvidia-kernel-dkms"),
+    ("13", "550", "trixie", "open", "nvidia-open-kernel-dkms"),
+])
 def test_debian_distribution(major, branch, codename, flavour, kernel_package):
     got = host_driver.plan(debian(major), settings(branch=branch, kernel_modules=flavour))
     assert got["manager"] == "apt"
@@ -61,12 +64,14 @@ def test_debian_distribution(major, branch, codename, flavour, kernel_package):
     assert text.startswith("# Managed by %s" % OWNER)
     stanzas = [dict(line.split(": ", 1) for line in block.splitlines() if not line.startswith("#"))
                for block in text.strip().split("\n\n")]
+    # non-free-firmware exists from Debian 12 on; bullseye has no such component.
+    components = "contrib non-free" if major == "11" else "contrib non-free non-free-firmware"
     assert stanzas == [
         {"Types": "deb", "URIs": "http://deb.debian.org/debian", "Suites": "%s %s-updates" % (codename, codename),
-         "Components": "contrib non-free non-free-firmware",
+         "Components": components,
          "Signed-By": "/usr/share/keyrings/debian-archive-keyring.gpg"},
         {"Types": "deb", "URIs": "http://deb.debian.org/debian-security", "Suites": "%s-security" % codename,
-         "Components": "contrib non-free non-free-firmware",
+         "Components": components,
          "Signed-By": "/usr/share/keyrings/debian-archive-keyring.gpg"},
     ]
     assert got["record"] == {"managed_by": OWNER, "branch": branch, "source": "distribution",
@@ -129,9 +134,6 @@ def test_debian12_vendor_example_urls():
                                         "cuda-keyring_1.1-1_all.deb")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: with host_driver_source: vendor on Debian/Ubuntu the kernel_modules "
-                   "flavour is ignored: kernel_modules=open still installs cuda-drivers-NNN (the proprietary "
-                   "modules; NVIDIA's open flavour is nvidia-open / nvidia-driver-NNN-open) while the record says open")
 @pytest.mark.parametrize("os_info", [ubuntu("22.04"), debian("12")], ids=["ubuntu2204", "debian12"])
 def test_bug_vendor_apt_ignores_open_kernel_modules(os_info):
     got = host_driver.plan(os_info, settings(branch="580", source="vendor", kernel_modules="open"))
@@ -286,9 +288,6 @@ def test_missing_branch():
     assert info.value.field == "host_driver_branch" and "None is not a driver branch number" in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: BRANCH uses '$', which matches before a trailing newline: branch "
-                   "'535\\n' (e.g. from a YAML block scalar) passes and yields 'Pin: version 535\\n.*' and "
-                   "'nvidia-headless-535\\n-server'")
 def test_bug_branch_with_a_trailing_newline_is_accepted():
     with pytest.raises(ParamError):
         host_driver.plan(ubuntu("22.04"), settings(branch="535\n"))
@@ -352,9 +351,6 @@ def test_unsupported_systems_are_named(os_info, source, named):
     assert "gpu_platform_driver_mode: host" in fix
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: kernel_modules=open is accepted with a branch older than 515, which has "
-                   "no open kernel modules (they start with R515), so the plan names packages/streams that do not "
-                   "exist instead of refusing host_driver_kernel_modules")
 @pytest.mark.parametrize("os_info, branch, source", [
     (debian("11"), "470", "distribution"),   # -> nvidia-open-kernel-dkms on bullseye (470)
     (ubuntu("22.04"), "470", "distribution"),  # -> nvidia-headless-470-server-open

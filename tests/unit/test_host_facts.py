@@ -103,8 +103,6 @@ def test_parse_dpkg_nothing_installed(text):
     assert host_facts.parse_dpkg(text) == {}
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: parse_dpkg keeps only status 'ii'; a package on hold ('apt-mark hold', "
-                   "status 'hi') is installed but dropped, so a held host driver package is not seen")
 def test_bug_parse_dpkg_drops_held_packages():
     text = "nvidia-driver-535-server\t535.247.01-0ubuntu0.22.04.1\thi \n"
     assert host_facts.parse_dpkg(text) == {"nvidia-driver-535-server": "535.247.01-0ubuntu0.22.04.1"}
@@ -152,6 +150,7 @@ NOT_DRIVER_PACKAGES = [
     "nvidia-driver-local-repo-ubuntu2204-535.247.01",  # NVIDIA's local repository package, not a driver
     "xserver-xorg-video-nvidia-535", "nvidia-driver-assistant", "cuda-keyring", "nvidia-peermem-loader",
     "my-nvidia-driver", "nvidia-kernel-common-535-server", "nvidia-kernel-support", "nvidia-driver-bin",
+    "nvidia-opencl-icd", "nvidia-opencl-common", "nvidia-open-kernel-support",  # Debian, not the driver itself
 ]
 
 

@@ -149,8 +149,9 @@ def _operator_cluster_findings(cluster):
     return found
 
 
-def _values(mode, nodes, rdma, host_mofed, keep_driver_crd):
-    toolkit = not (nodes and all(n["host_toolkit"] for n in nodes))
+def _values(mode, nodes, rdma, host_mofed, keep_driver_crd, cloud=False):
+    # Cloud images that ship the driver ship the container toolkit too (AKS); so may hosts.
+    toolkit = not (cloud or (nodes and all(n["host_toolkit"] for n in nodes)))
     if mode == "host":
         driver = {"enabled": False, "nvidiaDriverCRD": {"enabled": False}}
     else:
@@ -176,12 +177,16 @@ def decide(mode, nodes, cluster=None, cloud_driver="unknown", rdma=False, host_m
     with_host = [n for n in seen if n["host_driver"]]
     without = [n for n in seen if not n["host_driver"]]
     operator_cluster = _operator_cluster_findings(cluster)
+    # The cloud's node image ships the driver on every GPU node, also on nodes not seen yet (a pool at zero).
+    cloud = cloud_driver == "present"
     chosen = mode
     if mode == "auto":
         if with_host and without:
             _refuse("gpu_platform_driver_mode is auto but the GPU nodes disagree: %d have a host driver and %d "
                     "do not" % (len(with_host), len(without)), seen, "mixed")
-        if with_host:
+        if cloud and not seen:
+            chosen, reason = "host", "auto: the cloud's GPU node image ships the driver (cloud_driver=present)"
+        elif with_host:
             chosen, reason = "host", "auto: every GPU node (%d) has a host driver" % len(seen)
         elif seen:
             chosen, reason = "operator", "auto: no GPU node (of %d) has a host driver" % len(seen)
@@ -191,6 +196,9 @@ def decide(mode, nodes, cluster=None, cloud_driver="unknown", rdma=False, host_m
     else:
         reason = "requested: %s" % mode
     if chosen == "operator":
+        if cloud and not with_host:
+            with_host = [{"name": "every GPU node", "findings": ["the cloud node image ships the driver "
+                                                                "(cloud_driver=present)"]}]
         if with_host:
             _refuse("gpu_platform_driver_mode is operator but %d GPU node(s) already have a host driver"
                     % len(with_host), with_host, "host_in_operator")
@@ -219,6 +227,6 @@ def decide(mode, nodes, cluster=None, cloud_driver="unknown", rdma=False, host_m
         "peermem": peermem,
         "reason": reason,
         "rdma": rdma,
-        "gpu_operator_values": _values(chosen, seen, rdma, host_mofed, keep_crd),
+        "gpu_operator_values": _values(chosen, seen, rdma, host_mofed, keep_crd, cloud),
         "nodes": seen,
     }

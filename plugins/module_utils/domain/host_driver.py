@@ -21,7 +21,9 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import
 
 SOURCES = ("distribution", "vendor")
 KERNEL_MODULES = ("proprietary", "open")
-BRANCH = re.compile(r"^\d{3}$")
+BRANCH = re.compile(r"\d{3}")
+# NVIDIA's open GPU kernel modules were first published with branch 515.
+OPEN_SINCE = 515
 DEBIAN_BRANCH = {"11": "470", "12": "535", "13": "550"}
 DEBIAN_CODENAME = {"11": "bullseye", "12": "bookworm", "13": "trixie"}
 UBUNTU_VERSIONS = ("20.04", "22.04", "24.04")
@@ -38,7 +40,7 @@ def _field(name):
 
 def check_settings(settings):
     branch = str(settings.get("branch", ""))
-    if not BRANCH.match(branch):
+    if not BRANCH.fullmatch(branch):
         raise ParamError(_field("branch"), "%r is not a driver branch number" % (settings.get("branch"),),
                          "give the three-digit branch, such as 535 or 580 (not a full version like 535.247.01)")
     source = settings.get("source")
@@ -49,6 +51,9 @@ def check_settings(settings):
     if flavour not in KERNEL_MODULES:
         raise ParamError(_field("kernel_modules"), "%r is not a kernel module flavour" % (flavour,),
                          "use proprietary or open")
+    if flavour == "open" and int(branch) < OPEN_SINCE:
+        raise ParamError(_field("kernel_modules"), "open kernel modules start with branch %d, not %s" % (
+            OPEN_SINCE, branch), "use proprietary with branch %s, or a branch of %d or later" % (branch, OPEN_SINCE))
     return branch, source, flavour
 
 
@@ -75,17 +80,18 @@ def _debian(os_info, branch, source, flavour, settings):
         kernel = "nvidia-open-kernel-dkms" if flavour == "open" else "nvidia-kernel-dkms"
         packages = [kernel, "nvidia-smi", "libcuda1", "libnvidia-ml1"]
         repository = {"kind": "apt_sources", "file": "/etc/apt/sources.list.d/gpu-platform-debian-non-free.sources",
-                      "content": _debian_sources(settings, codename)}
+                      "content": _debian_sources(settings, codename, major)}
         peermem = "nvidia-current-peermem"
     else:
         repository = _cuda_keyring(settings, "debian%s" % major, os_info)
-        packages = ["cuda-drivers-%s" % branch]
+        packages = _vendor_apt_packages(branch, flavour)
         peermem = "nvidia-peermem"
     return packages, repository, peermem
 
 
-def _debian_sources(settings, codename):
-    components = "contrib non-free non-free-firmware"
+def _debian_sources(settings, codename, major):
+    # non-free-firmware exists from Debian 12 on.
+    components = "contrib non-free" if major == "11" else "contrib non-free non-free-firmware"
     keyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
     return ("# Managed by %s: the non-free components that carry the NVIDIA driver.\n"
             "Types: deb\nURIs: %s\nSuites: %s %s-updates\nComponents: %s\nSigned-By: %s\n\n"
@@ -102,6 +108,12 @@ def _cuda_keyring(settings, distro, os_info):
     return {"kind": "cuda_keyring", "url": "%s/%s" % (base, KEYRING), "base": base}
 
 
+def _vendor_apt_packages(branch, flavour):
+    """NVIDIA's CUDA repository: ``nvidia-open`` (open modules) or ``cuda-drivers-NNN`` (proprietary); the
+    apt pin keeps either on the branch."""
+    return ["nvidia-open"] if flavour == "open" else ["cuda-drivers-%s" % branch]
+
+
 def _ubuntu(os_info, branch, source, flavour, settings):
     version = str(os_info.get("version"))
     if version not in UBUNTU_VERSIONS:
@@ -112,7 +124,7 @@ def _ubuntu(os_info, branch, source, flavour, settings):
         repository = {"kind": "none"}
     else:
         repository = _cuda_keyring(settings, "ubuntu%s" % version.replace(".", ""), os_info)
-        packages = ["cuda-drivers-%s" % branch]
+        packages = _vendor_apt_packages(branch, flavour)
     return packages, repository, "nvidia-peermem"
 
 

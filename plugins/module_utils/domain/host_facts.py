@@ -52,11 +52,14 @@ def loaded_modules(proc_modules_text):
 
 
 def parse_dpkg(text):
-    """``dpkg-query -W -f '${Package}\\t${Version}\\t${db:Status-Abbrev}\\n'`` -> {name: version} installed."""
+    """``dpkg-query -W -f '${Package}\\t${Version}\\t${db:Status-Abbrev}\\n'`` -> {name: version} installed.
+
+    The second letter of the status is the package's state: ``i`` is installed, whatever is wanted
+    of it (``ii`` install, ``hi`` held)."""
     out = {}
     for line in (text or "").splitlines():
         parts = line.split("\t")
-        if len(parts) >= 3 and parts[2].strip().startswith("ii"):
+        if len(parts) >= 3 and parts[2][1:2] == "i":
             out[parts[0].split(":", 1)[0]] = parts[1]
     return out
 

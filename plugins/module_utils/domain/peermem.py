@@ -18,25 +18,30 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 NAME = "nvidia-peermem-loader"
-MODULE = re.compile(r"^[a-z0-9_-]+$")
+MODULE = re.compile(r"[a-z0-9_-]+")
 LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "gpu-platform"}
 
 
 def daemonset(namespace, image, module="nvidia-peermem", node_selector=None):
     """The Namespace (pod-security privileged) and the DaemonSet, as a list of objects."""
     validate.dns_label("peermem_namespace", namespace)
-    if not isinstance(image, str) or not image or ":" not in image.rsplit("/", 1)[-1] and "@" not in image:
+    last = image.rsplit("/", 1)[-1] if isinstance(image, str) else ""
+    if "@" not in last and (":" not in last or not last.rsplit(":", 1)[1]):
         raise ParamError("peermem_loader_image", "%r has no tag or digest" % (image,),
                          "pin the image, e.g. docker.io/library/busybox:1.37.0")
     if image.endswith(":latest"):
         raise ParamError("peermem_loader_image", "%r is not pinned" % image, "give a fixed tag or a digest")
-    if not isinstance(module, str) or not MODULE.match(module):
+    if not isinstance(module, str) or not MODULE.fullmatch(module):
         raise ParamError("peermem_module", "%r is not a kernel module name" % (module,),
                          "use nvidia-peermem (or nvidia-current-peermem on Debian's packages)")
     selector = node_selector if node_selector is not None else {"nvidia.com/gpu.present": "true"}
     if not isinstance(selector, dict) or not selector:
         raise ParamError("peermem_node_selector", "must be a non-empty dictionary of node labels",
                          "e.g. {nvidia.com/gpu.present: 'true'} or {kubernetes.azure.com/accelerator: nvidia}")
+    for key, value in selector.items():
+        if not isinstance(value, str):
+            raise ParamError("peermem_node_selector.%s" % key, "%r is not a string (label values are strings)"
+                             % (value,), "quote it, e.g. '%s': '%s'" % (key, str(value).lower()))
     loaded = module.replace("-", "_")
     probe = {"exec": {"command": ["grep", "-q", "^%s " % loaded, "/proc/modules"]}}
     namespace_obj = {"apiVersion": "v1", "kind": "Namespace",
