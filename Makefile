@@ -18,7 +18,7 @@ export HELM_BIN := $(TOOLS)/bin/helm3
 PYTEST_ARGS ?=
 
 .PHONY: setup venv tools collection demo test lint sanity sanity-prep pytest bench clean shared-check \
-	host-deps host-image molecule-hosts
+	host-deps host-image molecule-hosts molecule-gpu bench-hosts
 
 setup: venv tools collection shared-check
 
@@ -95,12 +95,21 @@ molecule-hosts: setup host-image
 	  GPU_PLATFORM_HOST_IMAGE=$$(scripts/build_host_image.sh --image-name) \
 	  molecule test -s hosts
 
+# molecule/gpu: the same roles on a real GPU host you name (GPU_HOST=...); see molecule/gpu/README.md.
+molecule-gpu: setup
+	@test -n "$${GPU_HOST:-}" || { echo "molecule-gpu needs a GPU host: GPU_HOST=<address> [GPU_HOST_USER=ubuntu] make molecule-gpu"; exit 2; }
+	cd $(ROOT) && molecule test -s gpu
+
 test: setup lint sanity pytest molecule-hosts demo
 
 bench: setup
 	python bench/helm_noop.py --helm $(TOOLS)/bin/helm3
 	python bench/helm_noop.py --helm $(TOOLS)/bin/helm4
 	python bench/mig_rollout.py
+
+# The host roles' converge and idempotent re-run in the molecule/hosts container (minutes).
+bench-hosts: setup host-image
+	CONTAINERS_CONF=$(HOST_CONTAINERS_CONF) python bench/host_noop.py
 
 clean:
 	rm -rf $(BUILD) $(VENV) $(TOOLS) .pytest_cache

@@ -29,6 +29,7 @@ attributes:
     description: Nothing is changed.
   facts:
     support: full
+    description: Returns the facts under C(gpu_host).
 options:
   node_name:
     description: The Kubernetes node name of this host. Defaults to the host name, lower-cased.

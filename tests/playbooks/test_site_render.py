@@ -174,3 +174,29 @@ def test_bundle_with_gpu_sharing(render_site, shared_dir):
     assert "gpu-sharing-node-labels.yaml" not in (out / "kustomization.yaml").read_text()
     again = runner.run()
     assert again.failed == 0 and again.changed == 0, again.changed_tasks()
+
+
+def test_cloud_managed_driver_renders_the_peermem_loader(render_site):
+    """AKS-managed GPU pools with RDMA: host mode, owner cloud; the loader DaemonSet joins the bundle."""
+    runner, out = render_site
+    result = runner.run(gpu_platform_driver_mode="host", gpu_platform_cloud_driver="present",
+                        network_operator_mode="rdma_shared",
+                        network_operator_selectors={"vendors": ["15b3"], "link_type": "infiniband",
+                                                    "interfaces": ["ibs1f0"]},
+                        peermem_node_selector={"kubernetes.azure.com/accelerator": "nvidia"})
+    assert result.failed == 0, result.failure_messages()
+    files = bundle(out)
+    loader = files["daemonset-nvidia-peermem-nvidia-peermem-loader.yaml"]
+    assert loader["spec"]["template"]["spec"]["nodeSelector"] == {"kubernetes.azure.com/accelerator": "nvidia"}
+    assert files["namespace-nvidia-peermem.yaml"]["metadata"]["labels"] == {
+        "pod-security.kubernetes.io/enforce": "privileged"}
+    crdschema.validate_core(files["namespace-nvidia-peermem.yaml"])
+    values = files["helmrelease-gpu-operator-gpu-operator.yaml"]["spec"]["values"]
+    assert values["driver"]["enabled"] is False and values["toolkit"]["enabled"] is False
+    assert "daemonset-nvidia-peermem-nvidia-peermem-loader.yaml" in kustomize_resources(out)
+    again = runner.run()
+    assert again.failed == 0 and again.changed == 0, again.changed_tasks()
+
+
+def kustomize_resources(out):
+    return yaml.safe_load((out / "kustomization.yaml").read_text())["resources"]

@@ -200,7 +200,7 @@ def check(mode, named, policy, drivers, cloud, rdma, mofed):
         if "nodes" not in exc.details or sorted(n["name"] for n in exc.details["nodes"]) != sorted(offending):
             problems.append("details['nodes'] is not %s: %r" % (offending, exc.details.get("nodes")))
         truths = {n["name"]: n for n in (node_truth(name, e, cloud) for name, e in named)}
-        for name, _ in named:
+        for name in (n for n, dummy in named):
             if name not in offending and "%s: " % name in msg:
                 problems.append("%s is named but not in the way: %s" % (name, msg))
         for name in offending:
@@ -223,8 +223,8 @@ def check(mode, named, policy, drivers, cloud, rdma, mofed):
             problems += ["%s: %r should not be in %r" % (name, m, text) for m in must_not if m in text]
         return problems
     if expected[0] != "ok":
-        return ["expected refusal %r of %s, got mode %s owner %s" % (expected[1], expected[2], got["mode"],
-                                                                       got["owner"])]
+        return ["expected refusal %r of %s, got mode %s owner %s" % (
+            expected[1], expected[2], got["mode"], got["owner"])]
     want = expected[1]
     for key in ("mode", "owner", "peermem"):
         if got[key] != want[key]:
@@ -277,8 +277,8 @@ def test_single_node_every_combination(outer):
              for e in SINGLE for policy, drivers in CLUSTERS)
     count, failures = run_table(cases)
     assert count == 56 * len(CLUSTERS) == 56 * 14
-    assert not failures, "%d of %d cases disagree with the oracle:\n%s" % (len(failures), count,
-                                                                          "\n".join(failures[:8]))
+    assert not failures, "%d of %d cases disagree with the oracle:\n%s" % (
+        len(failures), count, "\n".join(failures[:8]))
 
 
 @pytest.mark.parametrize("outer", OUTER, ids=[_outer_id(p) for p in OUTER])
@@ -288,8 +288,8 @@ def test_two_nodes_every_mix(outer):
              for a, b in itertools.product(SMALL, SMALL) for policy, drivers in CLUSTERS)
     count, failures = run_table(cases)
     assert count == len(SMALL) ** 2 * len(CLUSTERS)
-    assert not failures, "%d of %d cases disagree with the oracle:\n%s" % (len(failures), count,
-                                                                          "\n".join(failures[:8]))
+    assert not failures, "%d of %d cases disagree with the oracle:\n%s" % (
+        len(failures), count, "\n".join(failures[:8]))
 
 
 # Zero nodes with cloud_driver=present are the subject of the xfail tests below.
@@ -383,18 +383,18 @@ AKS_NOTE = ("cloud_driver=present says every GPU node's image ships the driver (
             "at zero nodes), but with no node seen yet it is ignored")
 
 
-def test_bug_auto_without_nodes_ignores_a_cloud_driver():
+def test_regression_auto_without_nodes_ignores_a_cloud_driver():
     got = driver_mode.decide("auto", [], cloud_driver="present")
     assert got["mode"] == "host" and got["owner"] == "cloud"
     assert got["gpu_operator_values"]["driver"]["enabled"] is False
 
 
-def test_bug_operator_without_nodes_accepts_a_cloud_driver():
+def test_regression_operator_without_nodes_accepts_a_cloud_driver():
     with pytest.raises(Refusal):
         driver_mode.decide("operator", [], cloud_driver="present")
 
 
-def test_bug_host_without_nodes_keeps_the_toolkit_despite_a_cloud_driver():
+def test_regression_host_without_nodes_keeps_the_toolkit_despite_a_cloud_driver():
     got = driver_mode.decide("host", [], cloud_driver="present")
     assert got["gpu_operator_values"]["toolkit"] == {"enabled": False}
 
@@ -425,7 +425,8 @@ def test_bad_input_names_the_field_and_the_fix(changes, field, words, fix):
     args = {"mode": "auto", "cloud_driver": "unknown", "rdma": False, "host_mofed": False}
     args.update(changes)
     with pytest.raises(ParamError) as info:  # checked before any node (this one would be refused)
-        driver_mode.decide(args.pop("mode"), BOTH_NODE, None, **args)
+        driver_mode.decide(args["mode"], BOTH_NODE, None, cloud_driver=args["cloud_driver"], rdma=args["rdma"],
+                           host_mofed=args["host_mofed"])
     err = info.value
     assert err.field == field and err.details == {"field": field}
     assert str(err).startswith(field + ": ")

@@ -206,16 +206,16 @@ def test_bad_input_names_the_field_and_the_fix(changes, field, words):
     assert ". Fix: " in str(err) and not str(err).endswith("Fix: ")
 
 
-def test_bug_image_with_an_empty_tag_is_accepted():
+def test_regression_image_with_an_empty_tag_is_accepted():
     with pytest.raises(ParamError):
         render(image="docker.io/library/busybox:")
 
 
-def test_bug_module_with_a_trailing_newline_is_accepted():
+def test_regression_module_with_a_trailing_newline_is_accepted():
     with pytest.raises(ParamError):
         render(module="nvidia-peermem\n")
 
 
-def test_bug_node_selector_with_a_boolean_value_is_accepted():
+def test_regression_node_selector_with_a_boolean_value_is_accepted():
     with pytest.raises(ParamError):
         render(node_selector={"nvidia.com/gpu.present": True})

@@ -197,8 +197,8 @@ def decide(mode, nodes, cluster=None, cloud_driver="unknown", rdma=False, host_m
         reason = "requested: %s" % mode
     if chosen == "operator":
         if cloud and not with_host:
-            with_host = [{"name": "every GPU node", "findings": ["the cloud node image ships the driver "
-                                                                "(cloud_driver=present)"]}]
+            cloud_finding = "the cloud node image ships the driver (cloud_driver=present)"
+            with_host = [{"name": "every GPU node", "findings": [cloud_finding]}]
         if with_host:
             _refuse("gpu_platform_driver_mode is operator but %d GPU node(s) already have a host driver"
                     % len(with_host), with_host, "host_in_operator")

@@ -62,8 +62,8 @@ def _unsupported(os_info):
         "the host's operating system", "%s %s (%s family) is not supported" % (
             os_info.get("distribution"), os_info.get("major"), os_info.get("family")),
         "use Debian 11/12/13, Ubuntu %s, or RHEL/Rocky/AlmaLinux %s, or install the driver yourself and use "
-        "gpu_platform_driver_mode: host without the host_driver role" % ("/".join(UBUNTU_VERSIONS),
-                                                                           "/".join(RHEL_MAJORS)))
+        "gpu_platform_driver_mode: host without the host_driver role" % (
+            "/".join(UBUNTU_VERSIONS), "/".join(RHEL_MAJORS)))
 
 
 def _debian(os_info, branch, source, flavour, settings):
