@@ -30,7 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CONTAINERS_CONF = ROOT / "molecule" / "hosts" / "containers.conf"
 CONVERGE = ROOT / "molecule" / "hosts" / "converge.yml"
-NAME = "gpu-host"
+NAME = "gpu-host"  # the inventory name molecule/hosts/converge.yml targets
+CONTAINER = "bench-gpu-host"  # not molecule's container, so the two can run side by side
 RECAP = re.compile(r"^%s\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)" % NAME, re.M)
 
 
@@ -47,17 +48,18 @@ def sh(*command, **kwargs):
 
 
 def start_host(image):
-    subprocess.run(["podman", "rm", "-f", NAME], env=env(), capture_output=True, check=False)
-    cache = ROOT / "build" / "apt-cache" / NAME
+    subprocess.run(["podman", "rm", "-f", CONTAINER], env=env(), capture_output=True, check=False)
+    cache = ROOT / "build" / "apt-cache" / CONTAINER
     cache.mkdir(parents=True, exist_ok=True)
-    sh("podman", "run", "-d", "--name", NAME, "--hostname", NAME, "--systemd", "always",
+    sh("podman", "run", "-d", "--name", CONTAINER, "--hostname", NAME, "--systemd", "always",
        "-v", "%s:/var/cache/apt/archives:rw" % cache, image, "/sbin/init")
 
 
 def inventory(directory):
     path = Path(directory) / "hosts.yml"
     path.write_text(json.dumps({"all": {"children": {"gpu_hosts": {"hosts": {NAME: {
-        "ansible_connection": "containers.podman.podman", "ansible_python_interpreter": "/usr/bin/python3"}}}}}}))
+        "ansible_connection": "containers.podman.podman", "ansible_host": CONTAINER,
+        "ansible_python_interpreter": "/usr/bin/python3"}}}}}}))
     return str(path)
 
 
@@ -105,7 +107,7 @@ def main():
                 print("run %d: converge %.1f s (%d changed), re-run %.1f s (0 changed), floor %.1f s"
                       % (run + 1, converge, changed, rerun, rows["floor"][-1]), flush=True)
         finally:
-            subprocess.run(["podman", "rm", "-f", NAME], env=env(), capture_output=True, check=False)
+            subprocess.run(["podman", "rm", "-f", CONTAINER], env=env(), capture_output=True, check=False)
     medians = {k: statistics.median(v) for k, v in rows.items()}
     print()
     print("| what (median of %d) | seconds | vs floor |" % args.runs)
