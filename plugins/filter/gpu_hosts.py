@@ -11,9 +11,9 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 
-def host_driver_plan(os_info, settings):
+def host_driver_plan(os_info, settings, installed=None):
     try:
-        return host_driver.plan(os_info, settings)
+        return host_driver.plan(os_info, settings, installed)
     except ParamError as exc:
         raise AnsibleFilterError(exc.msg)
 

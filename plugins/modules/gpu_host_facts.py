@@ -16,7 +16,8 @@ description:
     version from C(/proc/driver/nvidia/version), the modules C(nvidia), C(nvidia_peermem) and C(nouveau) in
     C(/proc/modules), the installed NVIDIA driver and container toolkit packages (dpkg or rpm), and where C(nvidia-smi)
     is.
-  - Also returns the record that the C(host_driver) role leaves in C(/etc/ansible/facts.d/gpu_platform_driver.fact).
+  - Also returns the record that the C(host_driver) role leaves in C(/etc/ansible/facts.d/gpu_platform_driver.fact),
+    the OS from C(/etc/os-release) (so the host roles need no fact gathering), and the initramfs tool.
   - One module call instead of a handful of probe tasks, so that fact gathering stays cheap on large inventories.
 author:
   - gpu_platform maintainers (@gpu-platform)
@@ -38,6 +39,12 @@ options:
     description: The file system root to read from (for chroots and tests).
     type: path
     default: /
+  packages:
+    description: More package names to report in C(packages) when installed (besides the NVIDIA, CUDA, kernel header
+      and DKMS packages that are always reported).
+    type: list
+    elements: str
+    default: []
 """
 
 EXAMPLES = r"""
@@ -61,8 +68,10 @@ ansible_facts:
     gpu_host:
       description: C(node_name), C(gpu_present), C(gpus) (PCI address and device id), C(driver_loaded),
         C(driver_version), C(modules) (of interest, loaded), C(peermem_loaded), C(nouveau_loaded), C(driver_packages)
-        and C(toolkit_packages) (name to version), C(nvidia_smi) (path or empty), C(package_manager), C(host_driver)
-        (the host_driver role's record, or empty).
+        and C(toolkit_packages) (name to version), C(packages) (installed NVIDIA, CUDA, kernel header and DKMS packages
+        and the O(packages) asked for), C(nvidia_smi) (path or empty), C(package_manager), C(host_driver) (the
+        host_driver role's record, or empty), C(os) (C(family), C(distribution), C(major), C(version),
+        C(architecture), C(kernel) from C(/etc/os-release)) and C(initramfs_tool) (path or empty).
       type: dict
       returned: always
       sample:
@@ -79,6 +88,10 @@ ansible_facts:
         nvidia_smi: /usr/bin/nvidia-smi
         package_manager: dpkg
         host_driver: {branch: "535", source: distribution}
+        packages: {nvidia-kernel-dkms: 535.247.01-1~deb12u1, nvidia-smi: 535.247.01-1~deb12u1}
+        os: {family: Debian, distribution: Debian, major: "12", version: "12.11", architecture: x86_64,
+             kernel: 6.1.0-28-amd64}
+        initramfs_tool: /usr/sbin/update-initramfs
 """
 
 import glob
@@ -91,7 +104,9 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import host_facts
 
 FACTS_FILE = "etc/ansible/facts.d/gpu_platform_driver.fact"
-ARGUMENT_SPEC = {"node_name": {"type": "str"}, "root": {"type": "path", "default": "/"}}
+ARGUMENT_SPEC = {"node_name": {"type": "str"}, "root": {"type": "path", "default": "/"},
+                 "packages": {"type": "list", "elements": "str", "default": []}}
+INITRAMFS_TOOLS = ("update-initramfs", "dracut")
 
 
 def _read(path):
@@ -109,19 +124,21 @@ def _pci(root):
     return out
 
 
+# The package managers' queries, tried in order: (tool, arguments, parser, name in the result).
+PACKAGE_QUERIES = (
+    ("dpkg-query", ["-W", "-f", "${Package}\t${Version}\t${db:Status-Abbrev}\n"], host_facts.parse_dpkg, "dpkg"),
+    ("rpm", ["-qa", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}\n"], host_facts.parse_rpm, "rpm"),
+)
+
+
 def _packages(module):
-    dpkg = module.get_bin_path("dpkg-query")
-    if dpkg:
-        rc, out, err = module.run_command([dpkg, "-W", "-f", "${Package}\t${Version}\t${db:Status-Abbrev}\n"])
-        if rc != 0:
-            module.fail_json(msg="dpkg-query failed: %s" % err.strip())
-        return "dpkg", host_facts.parse_dpkg(out)
-    rpm = module.get_bin_path("rpm")
-    if rpm:
-        rc, out, err = module.run_command([rpm, "-qa", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}\n"])
-        if rc != 0:
-            module.fail_json(msg="rpm -qa failed: %s" % err.strip())
-        return "rpm", host_facts.parse_rpm(out)
+    for tool, arguments, parse, manager in PACKAGE_QUERIES:
+        path = module.get_bin_path(tool)
+        if path:
+            rc, out, err = module.run_command([path] + arguments)
+            if rc != 0:
+                module.fail_json(msg="%s %s failed: %s" % (tool, arguments[0], err.strip()))
+            return manager, parse(out)
     return "", {}
 
 
@@ -139,9 +156,13 @@ def main():
     facts = host_facts.summarize(
         module.params["node_name"] or platform.node().split(".")[0].lower(), _pci(root),
         _read(os.path.join(root, "proc/driver/nvidia/version")), _read(os.path.join(root, "proc/modules")),
-        packages, smi)
+        packages, smi, module.params["packages"])
     facts["package_manager"] = manager
     facts["host_driver"] = record
+    facts["os"] = host_facts.os_info(_read(os.path.join(root, "etc/os-release")), platform.machine(),
+                                     platform.release(), _read(os.path.join(root, "etc/debian_version")))
+    facts["initramfs_tool"] = next((path for path in (module.get_bin_path(tool, opt_dirs=["/usr/sbin", "/sbin"])
+                                                      for tool in INITRAMFS_TOOLS) if path), "")
     module.exit_json(changed=False, ansible_facts={"gpu_host": facts})
 
 

@@ -24,7 +24,7 @@ def test_host_roles_on_a_real_gpu_host():
 
 def test_the_scenario_is_complete_and_its_readme_gives_the_command():
     scenario = ROOT / "molecule" / "gpu"
-    for name in ("molecule.yml", "converge.yml", "verify.yml", "verify_checks.yml", "README.md"):
+    for name in ("molecule.yml", "converge.yml", "verify.yml", "tasks/checks.yml", "README.md"):
         assert (scenario / name).is_file(), name
     assert "GPU_HOST=10.0.0.12 GPU_HOST_USER=ubuntu GPU_HOST_REBOOT_ALLOWED=true make molecule-gpu" in \
         (scenario / "README.md").read_text()

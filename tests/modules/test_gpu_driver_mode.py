@@ -157,7 +157,8 @@ def test_host_facts_from_a_gpu_host_tree(tmp_path):
     write(root / "proc/modules", "nvidia_peermem 16384 0 - Live 0x0000000000000000\n"
                                  "nvidia 56537088 10 nvidia_uvm,nvidia_peermem, Live 0x0\nib_core 454656 9 - Live 0x0\n")
     write(root / "etc/ansible/facts.d/gpu_platform_driver.fact", json.dumps({"branch": "535", "source": "distribution"}))
-    failed, result = run_module("gpu_host_facts", {"root": str(root), "node_name": "gpu-node-01"})
+    write(root / "etc/os-release", 'NAME="Ubuntu"\nVERSION_ID="24.04"\nID=ubuntu\nID_LIKE=debian\n')
+    failed, result = run_module("gpu_host_facts", {"root": str(root), "node_name": "gpu-node-01", "packages": ["make"]})
     assert not failed, result.get("msg")
     facts = result["ansible_facts"]["gpu_host"]
     assert facts["node_name"] == "gpu-node-01" and result["changed"] is False
@@ -168,6 +169,9 @@ def test_host_facts_from_a_gpu_host_tree(tmp_path):
     assert facts["host_driver"] == {"branch": "535", "source": "distribution"}
     assert facts["package_manager"] == "dpkg"  # this machine's own package database, which has no NVIDIA driver
     assert facts["driver_packages"] == {}
+    assert facts["os"]["distribution"] == "Ubuntu" and facts["os"]["version"] == "24.04"
+    assert facts["os"]["family"] == "Debian"
+    assert "make" in facts["packages"] and "libc6" not in facts["packages"]  # asked for / not asked for
 
 
 def test_host_facts_of_a_host_without_a_gpu_and_a_broken_record(tmp_path):

@@ -360,3 +360,25 @@ def test_regression_open_kernel_modules_before_515_are_accepted(os_info, branch,
     with pytest.raises(ParamError) as info:
         host_driver.plan(os_info, settings(branch=branch, source=source, kernel_modules="open"))
     assert info.value.field == "host_driver_kernel_modules"
+
+
+# ---------------------------------------------------------------- what is missing on the host
+
+
+def test_missing_lists_only_what_the_host_lacks():
+    installed = {"nvidia-kernel-dkms": "535.261.03-1", "nvidia-smi": "535.261.03-1", "libcuda1": "535.261.03-1"}
+    got = host_driver.plan(debian("12"), settings(kernel_headers=False), installed)
+    assert got["missing"] == ["libnvidia-ml1", "nvidia-persistenced"]
+    assert got["packages"][:3] == ["nvidia-kernel-dkms", "nvidia-smi", "libcuda1"]
+
+
+def test_nothing_missing_on_a_converged_host_and_everything_without_facts():
+    full = host_driver.plan(debian("12"), settings(kernel_headers=False))
+    assert full["missing"] == full["packages"]
+    installed = {name: "535.261.03-1" for name in full["packages"]}
+    assert host_driver.plan(debian("12"), settings(kernel_headers=False), installed)["missing"] == []
+
+
+def test_a_dnf_module_stream_is_always_left_to_dnf():
+    got = host_driver.plan(rhel("9"), settings(source="vendor", kernel_headers=False), {"nvidia-driver": "535"})
+    assert got["missing"] == ["@nvidia-driver:535-dkms"]

@@ -227,6 +227,8 @@ def test_gpu_devices_of_nothing():
 def test_summarize_ubuntu_host_with_a_loaded_driver():
     packages = host_facts.parse_dpkg(DPKG)
     got = host_facts.summarize("gpu-a", PCI, PROPRIETARY, PROC_MODULES, packages, "/usr/bin/nvidia-smi")
+    relevant = got.pop("packages")
+    assert "libc6" not in relevant and relevant["libnvidia-compute-535-server"] == "535.247.01-0ubuntu0.22.04.1"
     assert got == {
         "node_name": "gpu-a",
         "gpu_present": True,
@@ -275,3 +277,56 @@ def test_summarize_host_without_gpu():
     got = host_facts.summarize("n", {k: PCI[k] for k in ("0000:1a:00.0", "0000:17:00.1", "0000:00:02.0")},
                                "", "", {}, "")
     assert got["gpu_present"] is False and got["gpus"] == []
+
+
+# ---------------------------------------------------------------- packages reported, OS from /etc/os-release
+
+
+def test_packages_reported_are_the_driver_related_ones_and_those_asked_for():
+    packages = {"nvidia-kernel-dkms": "535", "libcuda1": "535", "linux-headers-6.1.0-28-amd64": "6.1", "dkms": "3.0",
+                "firmware-nvidia-gsp": "535", "cuda-drivers-580": "580", "kmod-nvidia-latest-dkms": "580",
+                "kernel-devel-5.14.0": "5.14", "libc6": "2.36", "make": "4.3", "python3": "3.11"}
+    got = host_facts.summarize("n", {}, "", "", packages, "", extra_names=("make",))["packages"]
+    assert sorted(got) == ["cuda-drivers-580", "dkms", "firmware-nvidia-gsp", "kernel-devel-5.14.0",
+                           "kmod-nvidia-latest-dkms", "libcuda1", "linux-headers-6.1.0-28-amd64", "make",
+                           "nvidia-kernel-dkms"]
+
+
+DEBIAN_OS_RELEASE = """PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"
+NAME="Debian GNU/Linux"
+VERSION_ID="12"
+VERSION="12 (bookworm)"
+VERSION_CODENAME=bookworm
+ID=debian
+"""
+UBUNTU_OS_RELEASE = 'NAME="Ubuntu"\nVERSION_ID="22.04"\nID=ubuntu\nID_LIKE=debian\n'
+RHEL_OS_RELEASE = 'NAME="Red Hat Enterprise Linux"\nVERSION_ID="9.4"\nID="rhel"\nID_LIKE="fedora"\n'
+ROCKY_OS_RELEASE = 'NAME="Rocky Linux"\nVERSION_ID="8.10"\nID="rocky"\nID_LIKE="rhel centos fedora"\n'
+POP_OS_RELEASE = 'NAME="Pop!_OS"\nVERSION_ID="22.04"\nID=pop\nID_LIKE="ubuntu debian"\n'
+SLES_OS_RELEASE = 'NAME="SLES"\nVERSION_ID="15.6"\nID="sles"\nID_LIKE="suse"\n'
+
+
+@pytest.mark.parametrize("text, debian_version, expected", [
+    (DEBIAN_OS_RELEASE, "12.11\n", ("Debian", "Debian", "12", "12.11")),
+    (DEBIAN_OS_RELEASE, "trixie/sid\n", ("Debian", "Debian", "12", "12")),   # testing: no point release
+    (UBUNTU_OS_RELEASE, "bookworm/sid\n", ("Debian", "Ubuntu", "22", "22.04")),
+    (RHEL_OS_RELEASE, "", ("RedHat", "RedHat", "9", "9.4")),
+    (ROCKY_OS_RELEASE, "", ("RedHat", "Rocky", "8", "8.10")),
+    (POP_OS_RELEASE, "", ("Debian", "Pop!_OS", "22", "22.04")),             # unknown ID, family from ID_LIKE
+    (SLES_OS_RELEASE, "", ("Suse", "SLES", "15", "15.6")),
+    ("", "", ("unknown", "unknown", "", "")),
+])
+def test_os_info_from_os_release(text, debian_version, expected):
+    got = host_facts.os_info(text, "x86_64", "6.1.0-28-amd64", debian_version)
+    assert (got["family"], got["distribution"], got["major"], got["version"]) == expected
+    assert got["architecture"] == "x86_64" and got["kernel"] == "6.1.0-28-amd64"
+
+
+def test_os_info_feeds_the_host_driver_plan():
+    """The OS read from /etc/os-release is what host_driver plans from (Debian 12: branch 535 from non-free)."""
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import host_driver
+    got = host_driver.plan(host_facts.os_info(DEBIAN_OS_RELEASE, "x86_64", "6.1.0-28-amd64", "12.11"),
+                           {"branch": "535", "source": "distribution", "kernel_headers": False,
+                            "debian_mirror": "http://deb.debian.org/debian",
+                            "debian_security_mirror": "http://deb.debian.org/debian-security"})
+    assert got["packages"][0] == "nvidia-kernel-dkms" and got["peermem_module"] == "nvidia-current-peermem"

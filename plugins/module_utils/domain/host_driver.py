@@ -146,9 +146,11 @@ def _redhat(os_info, branch, source, flavour, settings):
     return packages, dict(repository, module_stream=stream), "nvidia-peermem"
 
 
-def plan(os_info, settings):
+def plan(os_info, settings, installed=None):
     """``os_info``: {family, distribution, major, version, architecture, kernel}; ``settings``: the role's
-    variables without the ``host_driver_`` prefix. Raises ParamError naming the variable or the OS."""
+    variables without the ``host_driver_`` prefix; ``installed``: {package: version} of the host (gpu_host_facts),
+    so that ``missing`` lists what the package manager has to install (a dnf module stream is always listed: dnf
+    itself is idempotent there). Raises ParamError naming the variable or the OS."""
     branch, source, flavour = check_settings(settings)
     family = os_info.get("family")
     if family == "Debian" and os_info.get("distribution") == "Debian":
@@ -173,6 +175,7 @@ def plan(os_info, settings):
         "kernel_modules": flavour,
         "repository": repository,
         "packages": packages,
+        "missing": [p for p in packages if installed is None or p.startswith("@") or p not in installed],
         "peermem_module": peermem,
         "persistenced_service": "nvidia-persistenced" if settings.get("persistenced", True) else "",
         "initramfs": ["update-initramfs", "-u"] if manager == "apt" else ["dracut", "--force"],

@@ -26,6 +26,43 @@ DRIVER_PACKAGE = re.compile(
     r"kernel-dkms)|nvidia-headless-\d+.*|nvidia-dkms-\d+.*|linux-modules-nvidia-\d+.*|kmod-nvidia.*|cuda-drivers.*|"
     r"nvidia-kmod-.*|nvidia-open(-\d+)?)$")
 TOOLKIT_PACKAGE = re.compile(r"^nvidia-container-toolkit(-base)?$")
+# Installed packages reported by name and version: everything a driver install may bring.
+RELEVANT_PACKAGE = re.compile(r"^(nvidia-.*|libnvidia-.*|libcuda.*|cuda-.*|firmware-nvidia-.*|linux-headers-.*|"
+                              r"kernel-devel.*|kmod-nvidia.*|dkms)$")
+# /etc/os-release ID -> the distribution name Ansible's facts use, and the family.
+DISTRIBUTIONS = {
+    "debian": ("Debian", "Debian"), "ubuntu": ("Ubuntu", "Debian"), "rhel": ("RedHat", "RedHat"),
+    "rocky": ("Rocky", "RedHat"), "almalinux": ("AlmaLinux", "RedHat"), "ol": ("OracleLinux", "RedHat"),
+    "centos": ("CentOS", "RedHat"), "sles": ("SLES", "Suse"), "opensuse-leap": ("openSUSE Leap", "Suse"),
+}
+
+
+def parse_os_release(text):
+    """/etc/os-release -> {key: value} (quotes removed)."""
+    out = {}
+    for line in (text or "").splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            key, value = line.split("=", 1)
+            out[key.strip()] = value.strip().strip('"').strip("'")
+    return out
+
+
+def os_info(os_release_text, machine, kernel, debian_version_text=""):
+    """The OS as the host_driver plan reads it: {family, distribution, major, version, architecture, kernel}.
+
+    Debian's /etc/os-release has only the major release; /etc/debian_version gives the point release."""
+    release = parse_os_release(os_release_text)
+    os_id = release.get("ID", "").lower()
+    distribution, family = DISTRIBUTIONS.get(os_id, (release.get("NAME") or os_id or "unknown", "unknown"))
+    if family == "unknown":
+        like = release.get("ID_LIKE", "").lower().split()
+        family = "Debian" if "debian" in like else "RedHat" if ("rhel" in like or "fedora" in like) else family
+    version = release.get("VERSION_ID", "")
+    point = (debian_version_text or "").strip()
+    if os_id == "debian" and re.match(r"^\d+(\.\d+)*$", point):
+        version = point
+    return {"family": family, "distribution": distribution, "major": version.split(".")[0] if version else "",
+            "version": version, "architecture": machine, "kernel": kernel}
 
 
 def gpu_devices(pci):
@@ -78,8 +115,8 @@ def select_packages(packages, pattern):
     return {name: version for name, version in sorted(packages.items()) if pattern.match(name)}
 
 
-def summarize(node_name, pci, proc_version_text, proc_modules_text, packages, nvidia_smi):
-    """The facts gpu_driver_mode reads for one host."""
+def summarize(node_name, pci, proc_version_text, proc_modules_text, packages, nvidia_smi, extra_names=()):
+    """The facts gpu_driver_mode and the host roles read for one host."""
     modules = loaded_modules(proc_modules_text)
     version = driver_version(proc_version_text)
     devices = gpu_devices(pci)
@@ -95,4 +132,7 @@ def summarize(node_name, pci, proc_version_text, proc_modules_text, packages, nv
         "driver_packages": select_packages(packages, DRIVER_PACKAGE),
         "toolkit_packages": select_packages(packages, TOOLKIT_PACKAGE),
         "nvidia_smi": nvidia_smi or "",
+        # What a driver install may bring (and the names asked for): host_driver installs only what is missing.
+        "packages": {name: version for name, version in sorted(packages.items())
+                     if RELEVANT_PACKAGE.match(name) or name in extra_names},
     }
