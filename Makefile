@@ -18,7 +18,7 @@ export HELM_BIN := $(TOOLS)/bin/helm3
 PYTEST_ARGS ?=
 
 .PHONY: setup venv tools collection demo test lint sanity sanity-prep pytest bench clean shared-check \
-	host-deps host-image molecule-hosts molecule-gpu bench-hosts
+	system-deps host-image molecule-hosts molecule-gpu bench-hosts
 
 setup: venv tools collection shared-check
 
@@ -66,27 +66,31 @@ sanity-prep: venv
 	  cp scripts/ansible_test_get_pip.py $$HOME/.ansible/test/cache/get_pip_$${pipver//./_}.py && \
 	  $(PYTHON) scripts/pip_settings.py > $$HOME/.ansible/test/cache/pip-settings.ini
 
-pytest: setup
+pytest: setup system-deps
 	pytest $(PYTEST_ARGS)
 
-# molecule/hosts: host roles in Debian bookworm containers (podman + runc, systemd as PID 1).
-# The image is built here from deb.debian.org (scripts/build_host_image.sh); no registry needed.
-HOST_PACKAGES := podman runc debootstrap
+# Debian packages the tests need, as command:package. podman, runc and debootstrap run molecule/hosts
+# (host roles in Debian bookworm containers, systemd as PID 1, an image built here from deb.debian.org by
+# scripts/build_host_image.sh; no registry needed); promtool (from prometheus) checks and unit-tests the
+# monitoring layer's alert rules. Package scripts may not start services here (policy-rc.d says no).
+SYSTEM_TOOLS := podman:podman runc:runc debootstrap:debootstrap promtool:prometheus
 HOST_CONTAINERS_CONF := $(ROOT)/molecule/hosts/containers.conf
 # the platforms of molecule/hosts/molecule.yml, each with its own apt archive cache
 HOST_PLATFORMS := gpu-host predriver-host
 
-host-deps:
-	@missing=""; for cmd in $(HOST_PACKAGES); do command -v $$cmd >/dev/null || missing="$$missing $$cmd"; done; \
+system-deps:
+	@missing=""; for pair in $(SYSTEM_TOOLS); do command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  echo "installing$$missing"; \
+	  printf '#!/bin/sh\nexit 101\n' | $$sudo tee /usr/sbin/policy-rc.d >/dev/null; $$sudo chmod 755 /usr/sbin/policy-rc.d; \
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq; \
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-	    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold $(HOST_PACKAGES) >/dev/null; \
+	    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold $$missing >/dev/null; \
+	  $$sudo rm -f /usr/sbin/policy-rc.d; \
 	fi
 
-host-image: host-deps
+host-image: system-deps
 	scripts/build_host_image.sh
 
 molecule-hosts: setup host-image

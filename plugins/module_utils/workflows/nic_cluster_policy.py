@@ -9,10 +9,10 @@ ties them to the kube and render adapters. The clock is injectable for tests.
 
 from __future__ import annotations
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import render as render_adapter
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import WaitTimeout, wait_for
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops, nic_policy, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import manifests
 
 POLICY = ("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy")
 
@@ -24,16 +24,10 @@ def _outputs(request):
 
 
 def run_render(request, objects, directory, state, check_mode):
-    names = [gitops.file_name(obj) for obj in objects]
-    if state == "absent":
-        removed, diffs = render_adapter.remove_files(directory, names, check_mode)
-        return {"changed": bool(removed), "rendered": {"directory": directory, "files": [], "changed_files": removed},
-                "diff": diffs}
-    changed, diffs, files = render_adapter.write_objects(directory, objects, gitops.file_name,
-                                                         "nic_cluster_policy " + request.mode, check_mode)
-    result = {"changed": bool(changed), "objects": objects, "diff": diffs,
-              "rendered": {"directory": directory, "files": files, "changed_files": changed}}
-    result.update(_outputs(request))
+    result = manifests.render(objects, directory, "nic_cluster_policy " + request.mode, state, check_mode)
+    if state != "absent":
+        result["objects"] = objects
+        result.update(_outputs(request))
     return result
 
 
@@ -64,16 +58,10 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):
     if params.get("render_to"):
         return run_render(request, objects, params["render_to"], state, check_mode)
     kube = kube_factory()
+    result = manifests.apply(kube, objects, state, check_mode)
     if state == "absent":
-        removed = [obj for obj in reversed(objects)
-                   if kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"],
-                                  obj["metadata"].get("namespace"), dry_run=check_mode)]
-        return {"changed": bool(removed), "removed": [gitops.file_name(o) for o in removed]}
-    changed, diffs = kube.apply_objects(objects, check_mode)
-    result = {"changed": bool(changed), "changed_objects": changed, "objects": objects,
-              "diff": [{"before_header": d["before_header"], "after_header": d["after_header"],
-                        "before": render_adapter.to_yaml(d["before"]) if d["before"] else "",
-                        "after": render_adapter.to_yaml(d["after"])} for d in diffs]}
+        return result
+    result["objects"] = objects
     result.update(_outputs(request))
     if params.get("wait") and not check_mode:
         policy = wait_ready(kube, timeout, clock, interval)

@@ -1,0 +1,84 @@
+"""manifests: objects applied to the fake cluster only when they change, or rendered; absent; bad objects."""
+from __future__ import annotations
+
+import pytest
+
+from tests.fakes.controllers import default_controllers
+from tests.modules.harness import run_module
+
+OBJECTS = [
+    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "team-a"},
+     "data": {"gpus": "8"}},
+]
+
+
+@pytest.fixture
+def api(fake_api_factory):
+    server = fake_api_factory(controllers=default_controllers())
+    server.clear_log()
+    return server
+
+
+def run(api, check_mode=False, diff=False, **params):
+    params.setdefault("objects", OBJECTS)
+    params.setdefault("kubeconfig", str(api.kubeconfig))
+    return run_module("manifests", params, check_mode=check_mode, diff=diff)
+
+
+def test_apply_then_nothing_to_do(api):
+    failed, first = run(api, diff=True)
+    assert not failed, first.get("msg")
+    assert first["changed"] and first["changed_objects"] == ["Namespace team-a", "ConfigMap team-a/settings"]
+    assert "gpus: '8'" in first["diff"][1]["after"]
+    assert api.store.get("v1", "ConfigMap", "settings", "team-a")["data"] == {"gpus": "8"}
+    api.clear_log()
+    failed, second = run(api)
+    assert not failed and second["changed"] is False and second["changed_objects"] == []
+    assert api.writes() == [], "a converged object is not applied again"
+
+
+def test_check_mode_reports_the_change_and_writes_nothing(api):
+    run(api)
+    changed = [OBJECTS[0], dict(OBJECTS[1], data={"gpus": "16"})]
+    api.clear_log()
+    failed, result = run(api, check_mode=True, diff=True, objects=changed)
+    assert not failed and result["changed"] and result["changed_objects"] == ["ConfigMap team-a/settings"]
+    assert "gpus: '16'" in result["diff"][0]["after"] and "gpus: '8'" in result["diff"][0]["before"]
+    assert api.writes() == []
+    assert api.store.get("v1", "ConfigMap", "settings", "team-a")["data"] == {"gpus": "8"}
+
+
+def test_absent_deletes_in_reverse_order(api):
+    run(api)
+    api.clear_log()
+    failed, result = run(api, state="absent")
+    assert not failed and result["removed"] == ["configmap-team-a-settings.yaml", "namespace-team-a.yaml"]
+    assert api.store.get("v1", "ConfigMap", "settings", "team-a") is None
+    failed, again = run(api, state="absent")
+    assert not failed and again["changed"] is False
+
+
+def test_render_writes_stable_files_only_when_they_change(tmp_path):
+    out = tmp_path / "bundle"
+    failed, first = run_module("manifests", {"objects": OBJECTS, "render_to": str(out), "source": "scheduling"})
+    assert not failed and first["changed"]
+    assert first["rendered"]["files"] == ["configmap-team-a-settings.yaml", "namespace-team-a.yaml"]
+    text = (out / "configmap-team-a-settings.yaml").read_text()
+    assert text.startswith("# Rendered by gpu_platform.cluster scheduling.") and "gpus: '8'" in text
+    failed, second = run_module("manifests", {"objects": OBJECTS, "render_to": str(out), "source": "scheduling"})
+    assert not failed and second["changed"] is False and second["rendered"]["changed_files"] == []
+    failed, removed = run_module("manifests", {"objects": OBJECTS, "render_to": str(out), "state": "absent"})
+    assert not failed and sorted(removed["rendered"]["changed_files"]) == first["rendered"]["files"]
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("objects, words", [
+    ([{"kind": "ConfigMap", "metadata": {"name": "x"}}], "objects[0].apiVersion: is missing"),
+    ([{"apiVersion": "v1", "metadata": {"name": "x"}}], "objects[0].kind: is missing"),
+    ([OBJECTS[0], {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}], "objects[1].metadata.name: is missing"),
+])
+def test_bad_objects_are_refused_before_any_write(api, objects, words):
+    failed, result = run(api, objects=objects)
+    assert failed and words in result["msg"] and "Fix:" in result["msg"]
+    assert api.writes() == []
