@@ -1,0 +1,735 @@
+"""Tests of the smoke_tests domain: the objects each layer's smoke test runs, the checks of what they
+print (realistic nvidia-smi and nccl-tests logs), the per-layer summary, and the refusals of bad inputs."""
+import datetime
+import os
+import subprocess
+
+import pytest
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+from tests.fakes.gpu_operator import NVIDIA_SMI, gpu_node
+
+NS = "gpu-smoke"
+CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
+NCCL_IMAGE = "registry.example.com/hpc/nccl-tests:2.21.5-cuda12.4-ompi4.1"
+DIGEST_IMAGE = "nvcr.io/nvidia/cuda@sha256:" + "0123456789abcdef" * 4
+
+# ---------------------------------------------------------------- realistic logs
+
+NVIDIA_SMI_H100 = """\
+Tue Mar  3 09:14:27 2026
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 570.124.06             Driver Version: 570.124.06     CUDA Version: 12.8     |
+|-----------------------------------------+------------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
+|                                         |                        |               MIG M. |
+|=========================================+========================+======================|
+|   0  NVIDIA H100 80GB HBM3          On  |   00000000:18:00.0 Off |                    0 |
+| N/A   29C    P0             69W /  700W |       1MiB /  81559MiB |      0%      Default |
+|                                         |                        |             Disabled |
++-----------------------------------------+------------------------+----------------------+
+|   1  NVIDIA H100 80GB HBM3          On  |   00000000:2A:00.0 Off |                    0 |
+| N/A   31C    P0             71W /  700W |       1MiB /  81559MiB |      0%      Default |
+|                                         |                        |             Disabled |
++-----------------------------------------+------------------------+----------------------+
+
++-----------------------------------------------------------------------------------------+
+| Processes:                                                                              |
+|  GPU   GI   CI        PID   Type   Process name                              GPU Memory |
+|        ID   ID                                                               Usage      |
+|=========================================================================================|
+|  No running processes found                                                             |
++-----------------------------------------------------------------------------------------+
+"""
+
+NVML_MISMATCH = """\
+Failed to initialize NVML: Driver/library version mismatch
+NVML library version: 570.124
+"""
+
+# The header came out but the pod was given no device (the device plugin mounted nothing usable).
+SMI_HEADER_ONLY = """\
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 570.124.06             Driver Version: 570.124.06     CUDA Version: 12.8     |
+|-----------------------------------------+------------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+|=========================================+========================+======================|
++-----------------------------------------+------------------------+----------------------+
+"""
+
+W0 = "gpu-platform-smoke-nccl-worker-0"
+W1 = "gpu-platform-smoke-nccl-worker-1"
+
+NCCL_PREAMBLE = """\
+gpu-platform-smoke: all_reduce_perf on {w0}.gpu-platform-smoke-nccl:8,{w1}.gpu-platform-smoke-nccl:8
+# nThread 1 nGpus 1 minBytes 536870912 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 \
+validation: 1 graph: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid     41 on {w0} device  0 [0x18] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid     42 on {w0} device  1 [0x2a] NVIDIA H100 80GB HBM3
+#  Rank  8 Group  0 Pid     37 on {w1} device  0 [0x18] NVIDIA H100 80GB HBM3
+#  Rank  9 Group  0 Pid     38 on {w1} device  1 [0x2a] NVIDIA H100 80GB HBM3
+{w0}:41:41 [0] NCCL INFO Bootstrap : Using eth0:10.244.3.17<0>
+{w0}:41:41 [0] NCCL INFO NET/Plugin: No plugin found (libnccl-net.so)
+{w0}:41:41 [0] NCCL INFO cudaDriverVersion 12080
+NCCL version 2.21.5+cuda12.4
+""".format(w0=W0, w1=W1)
+
+NCCL_IB_INIT = """\
+{w0}:41:88 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB ; \
+OOB eth0:10.244.3.17<0>
+{w0}:41:88 [0] NCCL INFO Using non-device net plugin version 0
+{w0}:41:88 [0] NCCL INFO Using network IB
+{w1}:37:90 [0] NCCL INFO Using network IB
+{w0}:41:88 [0] NCCL INFO ncclCommInitRank comm 0x55d0c8a1e2a0 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 18000 \
+commId 0x3c1f5e2b9a7d4e10 - Init START
+{w0}:41:88 [0] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/CUMEM/read
+{w0}:41:88 [0] NCCL INFO Channel 00/0 : 15[7] -> 0[0] [receive] via NET/IB/0/GDRDMA
+{w0}:41:88 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA
+{w0}:42:89 [1] NCCL INFO Channel 01/0 : 9[1] -> 1[1] [receive] via NET/IB/1/GDRDMA
+{w0}:42:89 [1] NCCL INFO Channel 01/0 : 1[1] -> 9[1] [send] via NET/IB/1/GDRDMA
+{w1}:37:90 [0] NCCL INFO Channel 00/0 : 7[7] -> 8[0] [receive] via NET/IB/0/GDRDMA
+{w1}:37:90 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [send] via NET/IB/0/GDRDMA
+{w1}:38:91 [1] NCCL INFO Channel 00/0 : 9[1] -> 8[0] via P2P/CUMEM/read
+{w0}:41:88 [0] NCCL INFO Connected all rings
+{w0}:41:88 [0] NCCL INFO Connected all trees
+{w0}:41:88 [0] NCCL INFO ncclCommInitRank comm 0x55d0c8a1e2a0 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 18000 \
+commId 0x3c1f5e2b9a7d4e10 - Init COMPLETE
+""".format(w0=W0, w1=W1)
+
+NCCL_TABLE_HEAD = """\
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+"""
+
+NCCL_IB_ROWS = """\
+   536870912     134217728     float     sum      -1   5912.7   90.80  170.25      0   5897.1   91.04  170.70      0
+  1073741824     268435456     float     sum      -1  11501.1   93.36  175.05      0  11488.8   93.46  175.24      0
+  2147483648     536870912     float     sum      -1  22710.3   94.56  177.30      0  22695.9   94.62  177.41      0
+  4294967296    1073741824     float     sum      -1  45234.0   94.95  178.03      0  45200.7   95.02  178.16      0
+  8589934592    2147483648     float     sum      -1  90306.3   95.12  178.35      0  90287.3   95.14  178.39      0
+"""
+
+NCCL_IB_TAIL = """\
+{w0}:41:41 [0] NCCL INFO comm 0x55d0c8a1e2a0 rank 0 nranks 16 cudaDev 0 busId 18000 - Destroy COMPLETE
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 175.888
+#
+""".format(w0=W0)
+
+NCCL_IB_LOG = NCCL_PREAMBLE + NCCL_IB_INIT + NCCL_TABLE_HEAD + NCCL_IB_ROWS + NCCL_IB_TAIL
+
+# The same two nodes when the RDMA device did not reach the pods: NCCL falls back to TCP sockets.
+NCCL_SOCKET_LOG = NCCL_PREAMBLE + """\
+{w0}:41:88 [0] NCCL INFO NET/IB : No device found.
+{w0}:41:88 [0] NCCL INFO NET/Socket : Using [0]eth0:10.244.3.17<0>
+{w0}:41:88 [0] NCCL INFO Using network Socket
+{w0}:41:88 [0] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/CUMEM/read
+{w0}:41:88 [0] NCCL INFO Channel 00/0 : 15[7] -> 0[0] [receive] via NET/Socket/0
+{w0}:41:88 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/Socket/0
+{w1}:37:90 [0] NCCL INFO Channel 00/0 : 7[7] -> 8[0] [receive] via NET/Socket/0
+{w1}:37:90 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [send] via NET/Socket/0
+{w0}:41:88 [0] NCCL INFO Connected all rings
+""".format(w0=W0, w1=W1) + NCCL_TABLE_HEAD + """\
+   536870912     134217728     float     sum      -1    45421   11.82   22.16      0    45498   11.80   22.12      0
+  1073741824     268435456     float     sum      -1    90155   11.91   22.33      0    90004   11.93   22.37      0
+  2147483648     536870912     float     sum      -1   179405   11.97   22.44      0   179555   11.96   22.43      0
+  4294967296    1073741824     float     sum      -1   357616   12.01   22.52      0   357914   12.00   22.50      0
+  8589934592    2147483648     float     sum      -1   714637   12.02   22.54      0   714043   12.03   22.56      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 22.3969
+#
+"""
+
+# An IB run that died in the middle of the table: a remote rank lost its link.
+NCCL_CUT_LOG = NCCL_PREAMBLE + NCCL_IB_INIT + NCCL_TABLE_HEAD + NCCL_IB_ROWS.splitlines(True)[0] + """\
+{w1}:37:95 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.244.3.17<41829> with \
+status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.10.0.2 remoteGids ::ffff:10.10.0.1
+{w1}:37:95 [0] NCCL INFO transport/net.cc:1298 -> 6
+--------------------------------------------------------------------------
+Primary job  terminated normally, but 1 process returned
+a non-zero exit code. Per user-direction, the job has been aborted.
+--------------------------------------------------------------------------
+""".format(w1=W1)
+
+
+def gang_pods(*times):
+    return {"gpu-platform-smoke-gang-member-%d" % i: t for i, t in enumerate(times)}
+
+
+# ---------------------------------------------------------------- builders
+
+def test_cuda_pod_runs_nvidia_smi_on_one_gpu():
+    pod = smoke.cuda_pod(NS, CUDA_IMAGE)
+    assert (pod["apiVersion"], pod["kind"]) == ("v1", "Pod")
+    assert pod["metadata"]["name"] == "gpu-platform-smoke-cuda"
+    assert pod["metadata"]["namespace"] == NS
+    assert pod["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "gpu_platform.cluster",
+                                         "gpu-platform.io/smoke": "cuda"}
+    spec = pod["spec"]
+    assert spec["restartPolicy"] == "Never"
+    assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    (container,) = spec["containers"]
+    assert container["image"] == CUDA_IMAGE
+    assert container["command"] == ["nvidia-smi"]
+    assert container["resources"] == {"limits": {"nvidia.com/gpu": "1"}}
+
+
+@pytest.mark.parametrize("resources, name", [
+    ({"nvidia.com/mig-1g.10gb": 1}, "gpu-platform-smoke-cuda-mig-1g.10gb"),
+    ({"nvidia.com/gpu.shared": 1}, "gpu-platform-smoke-cuda-gpu.shared"),
+    ({"nvidia.com/gpu": 2}, "gpu-platform-smoke-cuda-gpu"),
+])
+def test_cuda_pod_for_other_resources_gets_its_own_name(resources, name):
+    pod = smoke.cuda_pod(NS, DIGEST_IMAGE, resources)
+    assert pod["metadata"]["name"] == name
+    assert pod["spec"]["containers"][0]["resources"]["limits"] == {k: str(v) for k, v in resources.items()}
+
+
+def test_dra_claim_pod_gets_its_gpu_through_a_resource_claim_template():
+    template, pod = smoke.dra_claim_pod(NS, CUDA_IMAGE)
+    assert (template["apiVersion"], template["kind"]) == ("resource.k8s.io/v1", "ResourceClaimTemplate")
+    assert template["spec"] == {"spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}
+    assert pod["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": template["metadata"]["name"]}]
+    (container,) = pod["spec"]["containers"]
+    assert container["resources"] == {"claims": [{"name": "gpu"}]}  # no device-plugin GPU as well
+    assert container["command"] == ["nvidia-smi"]
+    assert template["metadata"]["labels"]["gpu-platform.io/smoke"] == pod["metadata"]["labels"]["gpu-platform.io/smoke"]
+
+
+def test_dra_claim_pod_uses_the_given_device_class():
+    template = smoke.dra_claim_pod(NS, CUDA_IMAGE, device_class="mig.nvidia.com")[0]
+    assert template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == "mig.nvidia.com"
+
+
+@pytest.mark.parametrize("replicas", [2, 4])
+def test_volcano_gang_job_is_all_or_nothing(replicas):
+    (job,) = smoke.gang_job("volcano", NS, CUDA_IMAGE, replicas=replicas, queue="research")
+    assert (job["apiVersion"], job["kind"]) == ("batch.volcano.sh/v1alpha1", "Job")
+    spec = job["spec"]
+    assert spec["minAvailable"] == replicas
+    assert spec["schedulerName"] == "volcano"
+    assert spec["queue"] == "research"
+    (task,) = spec["tasks"]
+    assert task["replicas"] == replicas
+    pod_spec = task["template"]["spec"]
+    assert pod_spec["restartPolicy"] == "Never"
+    (container,) = pod_spec["containers"]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert smoke.GANG_MARKER in container["command"][-1]
+
+
+@pytest.mark.parametrize("replicas", [2, 3])
+def test_kai_gang_is_a_pod_group_its_pods_join(replicas):
+    objects = smoke.gang_job("kai", NS, CUDA_IMAGE, replicas=replicas, queue="team-a")
+    group, pods = objects[0], objects[1:]
+    assert (group["apiVersion"], group["kind"]) == ("scheduling.run.ai/v2alpha2", "PodGroup")
+    assert group["spec"] == {"minMember": replicas, "queue": "team-a"}
+    assert len(pods) == replicas
+    assert len({p["metadata"]["name"] for p in pods}) == replicas
+    for pod in pods:
+        assert pod["kind"] == "Pod"
+        assert pod["spec"]["schedulerName"] == "kai-scheduler"
+        assert pod["metadata"]["labels"]["kai.scheduler/queue"] == "team-a"
+        assert pod["metadata"]["annotations"]["pod-group-name"] == group["metadata"]["name"]
+        assert pod["metadata"]["annotations"]["kai.scheduler/skip-podgrouper"] == "true"
+        assert "ownerReferences" not in pod["metadata"]  # ownerless: the pod-grouper leaves them in our group
+        assert pod["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    # the pods do not share (and so cannot corrupt) one another's nested dicts
+    pods[0]["spec"]["containers"][0]["env"].append({"name": "X", "value": "1"})
+    assert len(pods[1]["spec"]["containers"][0]["env"]) == 1
+
+
+def test_gang_member_prints_a_start_time_that_parses(tmp_path):
+    """Run the member's print statement in a real shell and read it back as check_gang's input."""
+    (job,) = smoke.gang_job("volcano", NS, CUDA_IMAGE)
+    script = job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["command"][-1]
+    echo = script.split(";")[0]
+    out = subprocess.run(["sh", "-c", echo], env=dict(os.environ, NODE_NAME="gpu-a"), check=True,
+                         capture_output=True, text=True).stdout
+    assert out.rstrip().endswith(" on gpu-a")
+    started = smoke.start_time_from_log("some noise\n" + out)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    result = smoke.check_gang({"a": started, "b": now.isoformat()}, 60)
+    assert result["passed"], result
+
+
+def test_start_time_from_log_without_the_marker_is_none():
+    assert smoke.start_time_from_log("sh: date: not found\n") is None
+    assert smoke.start_time_from_log(None) is None
+
+
+def test_nccl_job_two_tasks_with_ssh_and_svc_plugins():
+    (job,) = smoke.nccl_job(NS, NCCL_IMAGE, network="default/rdma-net")
+    assert (job["apiVersion"], job["kind"]) == ("batch.volcano.sh/v1alpha1", "Job")
+    spec = job["spec"]
+    assert spec["plugins"] == {"ssh": [], "svc": []}
+    assert spec["schedulerName"] == "volcano"
+    assert spec["minAvailable"] == 3  # the launcher and both workers, or nothing
+    launcher, worker = spec["tasks"]
+    assert (launcher["name"], launcher["replicas"]) == ("launcher", 1)
+    assert (worker["name"], worker["replicas"]) == ("worker", 2)
+    assert launcher["policies"] == [{"event": "TaskCompleted", "action": "CompleteJob"}]
+
+    (wc,) = worker["template"]["spec"]["containers"]
+    assert wc["resources"]["limits"] == {"nvidia.com/gpu": "8", "rdma/shared_ib": "1"}
+    assert wc["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"]}}
+    assert "sshd" in wc["command"][-1]
+    assert worker["template"]["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/networks": "default/rdma-net"}
+    anti = worker["template"]["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti[0]["topologyKey"] == "kubernetes.io/hostname"
+    assert anti[0]["labelSelector"]["matchLabels"].items() <= worker["template"]["metadata"]["labels"].items()
+
+    (lc,) = launcher["template"]["spec"]["containers"]
+    assert {"name": "NCCL_DEBUG", "value": "INFO"} in lc["env"]
+    script = lc["command"][-1]
+    assert "/etc/volcano/worker.host" in script  # the svc plugin's host file for the task named worker
+    assert "-np 16 " in script and ":8" in script
+    assert "-x NCCL_DEBUG" in script
+    assert "$test_bin\" -b 512M -e 8G -f 2 -g 1" in script
+    assert "nvidia.com/gpu" not in str(lc.get("resources"))
+    assert smoke.nccl_launcher_pod_name() == "gpu-platform-smoke-nccl-launcher-0"
+
+
+def test_nccl_job_scales_with_nodes_and_gpus_and_takes_other_rdma_resources():
+    (job,) = smoke.nccl_job(NS, NCCL_IMAGE, nodes=4, gpus_per_node=4, rdma_resource={"rdma/ib": 2})
+    launcher, worker = job["spec"]["tasks"]
+    assert job["spec"]["minAvailable"] == 5
+    assert worker["replicas"] == 4
+    assert worker["template"]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "4",
+                                                                                  "rdma/ib": "2"}
+    assert "-np 16 " in launcher["template"]["spec"]["containers"][0]["command"][-1]
+    assert ":4\"" in launcher["template"]["spec"]["containers"][0]["command"][-1]
+    assert "annotations" not in worker["template"]["metadata"]  # no network given, no Multus annotation
+
+
+def test_nccl_job_without_rdma_resource_and_with_several_networks():
+    (job,) = smoke.nccl_job(NS, NCCL_IMAGE, rdma_resource={}, network=["net-a", "infra/net-b@net2"])
+    worker = job["spec"]["tasks"][1]
+    assert worker["template"]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8"}
+    assert worker["template"]["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/networks": "net-a,infra/net-b@net2"}
+
+
+@pytest.mark.parametrize("script", [
+    smoke.nccl_job(NS, NCCL_IMAGE)[0]["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["command"][-1],
+    smoke.WORKER_SCRIPT,
+], ids=["launcher", "worker"])
+def test_pod_scripts_are_valid_shell(script):
+    done = subprocess.run(["sh", "-n", "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def all_objects():
+    yield smoke.cuda_pod(NS, CUDA_IMAGE)
+    yield from smoke.dra_claim_pod(NS, CUDA_IMAGE)
+    yield from smoke.gang_job("volcano", NS, CUDA_IMAGE)
+    yield from smoke.gang_job("kai", NS, CUDA_IMAGE)
+    yield from smoke.nccl_job(NS, NCCL_IMAGE, network="rdma-net")
+
+
+def pod_templates(obj):
+    if obj["kind"] == "Job":
+        return [t["template"] for t in obj["spec"]["tasks"]]
+    return [obj] if obj["kind"] == "Pod" else []
+
+
+@pytest.mark.parametrize("obj", list(all_objects()), ids=lambda o: "%s-%s" % (o["kind"], o["metadata"]["name"]))
+def test_every_object_and_pod_is_named_and_labelled_for_cleanup(obj):
+    meta = obj["metadata"]
+    assert meta["name"].startswith("gpu-platform-smoke-")
+    assert meta["namespace"] == NS
+    for labels in [meta["labels"]] + [t["metadata"]["labels"] for t in pod_templates(obj)]:
+        assert labels["app.kubernetes.io/managed-by"] == "gpu_platform.cluster"
+        assert labels["gpu-platform.io/smoke"] in ("cuda", "dra", "gang", "nccl")
+    for template in pod_templates(obj):
+        for container in template["spec"]["containers"]:
+            assert container["image"] in (CUDA_IMAGE, NCCL_IMAGE)
+
+
+def test_pinned_images_are_accepted_as_given():
+    for image in (CUDA_IMAGE, DIGEST_IMAGE, "localhost:5000/cuda:12.8.1", "cuda:latest@sha256:" + "ab" * 32,
+                  "registry.example.com:443/a/b/c:v1.2.3_rc-1"):
+        assert smoke.pinned_image("smoke_tests_image", image) == image
+
+
+# ---------------------------------------------------------------- nvidia-smi
+
+@pytest.mark.parametrize("log, gpus, driver", [
+    (NVIDIA_SMI, 1, "595.91.07"),
+    (NVIDIA_SMI_H100, 2, "570.124.06"),
+    (NVIDIA_SMI_H100.splitlines(), 2, "570.124.06"),  # k8s_log's log_lines
+    (NVIDIA_SMI_H100.encode(), 2, "570.124.06"),
+])
+def test_nvidia_smi_table_passes(log, gpus, driver):
+    result = smoke.check_nvidia_smi(log)
+    assert result["passed"] is True
+    assert "saw %d GPU(s)" % gpus in result["reason"]
+    assert "driver %s" % driver in result["reason"]
+    assert result["evidence"][0].startswith("NVIDIA-SMI ")
+    assert result["evidence"][1].startswith("|   0  NVIDIA ")
+
+
+def test_nvml_mismatch_fails_quoting_the_first_line():
+    result = smoke.check_nvidia_smi(NVML_MISMATCH)
+    assert result["passed"] is False
+    assert "'Failed to initialize NVML: Driver/library version mismatch'" in result["reason"]
+    assert result["evidence"] == ["Failed to initialize NVML: Driver/library version mismatch"]
+
+
+def test_nvidia_smi_header_without_gpu_rows_fails():
+    result = smoke.check_nvidia_smi(SMI_HEADER_ONLY)
+    assert result["passed"] is False
+    assert "no GPU row" in result["reason"] and "570.124.06" in result["reason"]
+
+
+@pytest.mark.parametrize("log", ["", None, "\n\n"])
+def test_empty_nvidia_smi_log_fails(log):
+    result = smoke.check_nvidia_smi(log)
+    assert result["passed"] is False
+    assert "the log is empty" in result["reason"]
+
+
+def test_gpu_rows_without_the_header_fail():
+    rows_only = "\n".join(NVIDIA_SMI_H100.splitlines()[8:12])
+    result = smoke.check_nvidia_smi(rows_only)
+    assert result["passed"] is False
+    assert "did not print its GPU table" in result["reason"]
+
+
+# ---------------------------------------------------------------- nccl
+
+def test_nccl_over_ib_with_gdrdma_passes():
+    result = smoke.check_nccl(NCCL_IB_LOG, 150)
+    assert result["passed"] is True, result["reason"]
+    assert "GDRDMA on 6 of 6 NET channel lines" in result["reason"]
+    assert "175.888 GB/s >= 150 GB/s" in result["reason"]
+    assert "peak 178.35 GB/s at 8589934592 bytes" in result["reason"]
+    assert result["evidence"][0].endswith("[receive] via NET/IB/0/GDRDMA")
+    assert result["evidence"][1] == "# Avg bus bandwidth    : 175.888"
+
+
+def test_nccl_threshold_equal_to_the_average_passes():
+    assert smoke.check_nccl(NCCL_IB_LOG, "175.888")["passed"] is True
+
+
+def test_nccl_over_sockets_fails_naming_the_transport():
+    result = smoke.check_nccl(NCCL_SOCKET_LOG, 20)  # bandwidth clears 20 GB/s: the transport alone decides
+    assert result["passed"] is False
+    assert result["reason"].startswith("NCCL did not use GPUDirect RDMA")
+    assert "it used: P2P/CUMEM/read, NET/Socket/0" in result["reason"]
+    assert "below" not in result["reason"]
+    assert result["evidence"][0].endswith("[receive] via NET/Socket/0")
+    assert result["evidence"][1].endswith("NET/IB : No device found.")
+
+
+def test_nccl_below_threshold_fails_with_both_numbers():
+    result = smoke.check_nccl(NCCL_IB_LOG, 200)
+    assert result["passed"] is False
+    assert result["reason"] == "the average bus bandwidth 175.888 GB/s is below the threshold 200 GB/s"
+    assert result["evidence"] == ["# Avg bus bandwidth    : 175.888"]
+
+
+def test_nccl_socket_and_slow_reports_both_problems():
+    result = smoke.check_nccl(NCCL_SOCKET_LOG, 100)
+    assert "did not use GPUDirect RDMA" in result["reason"]
+    assert "22.3969 GB/s is below the threshold 100 GB/s" in result["reason"]
+
+
+def test_nccl_run_cut_off_before_the_bandwidth_line_fails():
+    result = smoke.check_nccl(NCCL_CUT_LOG, 150)
+    assert result["passed"] is False
+    assert "did not finish (no '# Avg bus bandwidth' line)" in result["reason"]
+    assert "GPUDirect" not in result["reason"]  # GDRDMA was there; only the end is missing
+    assert "NCCL WARN NET/IB : Got completion from peer" in result["evidence"][0]
+    assert result["evidence"][1] == "--------------------------------------------------------------------------"
+
+
+def test_nccl_wrong_values_fail_even_when_fast():
+    log = NCCL_IB_LOG.replace("# Out of bounds values : 0 OK", "# Out of bounds values : 3 FAILED")
+    result = smoke.check_nccl(log, 150)
+    assert result["passed"] is False
+    assert "3 wrong values" in result["reason"]
+
+
+def test_nccl_with_mpirun_tagged_output_passes():
+    tagged = "\n".join("[1,0]<stdout>:" + line for line in NCCL_IB_LOG.splitlines())
+    result = smoke.check_nccl(tagged, 150)
+    assert result["passed"] is True
+    assert "peak 178.35 GB/s at 8589934592 bytes" in result["reason"]  # the table rows are read through the tags
+
+
+def test_nccl_gdrdma_on_receives_only_still_proves_gpudirect():
+    """With GDR read off (send side staged through host memory) only [receive] lines carry GDRDMA."""
+    log = "\n".join(line.replace("/GDRDMA", "") if "[send]" in line else line for line in NCCL_IB_LOG.splitlines())
+    result = smoke.check_nccl(log, 150)
+    assert result["passed"] is True
+    assert "GDRDMA on 3 of 6 NET channel lines" in result["reason"]
+
+
+def test_nccl_newer_format_with_proxy_rank_and_pci_suffix_passes():
+    log = NCCL_IB_LOG.replace("[send] via NET/IB/0/GDRDMA", "[send] via NET/IBext_v8/0(8)/GDRDMA(PCI)/Shared")
+    log = log.replace("[receive] via NET/IB/0/GDRDMA", "[receive] via NET/IBext_v8/0")
+    log = log.replace("[receive] via NET/IB/1/GDRDMA", "[receive] via NET/IBext_v8/1")
+    log = log.replace("[send] via NET/IB/1/GDRDMA", "[send] via NET/IBext_v8/1")
+    result = smoke.check_nccl(log, 150)
+    assert result["passed"] is True
+    assert "GDRDMA on 2 of 6" in result["reason"]
+
+
+def test_nccl_ranks_on_one_node_are_reported():
+    log = "\n".join(line for line in NCCL_IB_LOG.splitlines() if "via NET/" not in line)
+    result = smoke.check_nccl(log, 150)
+    assert result["passed"] is False
+    assert "it used: P2P/CUMEM/read (no network transport at all: were all ranks on one node?)" in result["reason"]
+
+
+def test_nccl_without_debug_output_says_so():
+    log = "\n".join(line for line in NCCL_IB_LOG.splitlines() if "NCCL INFO" not in line)
+    result = smoke.check_nccl(log, 150)
+    assert result["passed"] is False
+    assert "no channel lines at all (NCCL_DEBUG=INFO was not in effect" in result["reason"]
+
+
+def test_nccl_empty_log_fails_on_both_counts():
+    result = smoke.check_nccl("", 150)
+    assert result["passed"] is False
+    assert "did not use GPUDirect RDMA" in result["reason"] and "did not finish" in result["reason"]
+
+
+# ---------------------------------------------------------------- gang
+
+def test_gang_started_together_passes():
+    result = smoke.check_gang(gang_pods("2026-03-03T09:14:27Z", "2026-03-03T09:14:29Z"), 30, replicas=2)
+    assert result["passed"] is True
+    assert "all 2 gang pods started within 2 s" in result["reason"]
+    assert result["evidence"][0] == "gpu-platform-smoke-gang-member-0 started 2026-03-03T09:14:27+00:00"
+
+
+def test_gang_accepts_mixed_time_forms():
+    base = datetime.datetime(2026, 3, 3, 9, 14, 27, tzinfo=datetime.timezone.utc)
+    times = [base, base.timestamp() + 1.5, "2026-03-03T10:14:28.250+01:00", "2026-03-03 09:14:27.9z"]
+    result = smoke.check_gang(times, 2)
+    assert result["passed"] is True, result
+    assert "within 1.5 s" in result["reason"]
+
+
+def test_gang_partly_started_fails():
+    result = smoke.check_gang(gang_pods("2026-03-03T09:14:27Z", None), 30, replicas=2)
+    assert result["passed"] is False
+    assert "only 1 of 2 gang pods started (not started: gpu-platform-smoke-gang-member-1)" in result["reason"]
+    assert "gpu-platform-smoke-gang-member-1 did not start" in result["evidence"]
+
+
+def test_gang_with_fewer_records_than_replicas_fails():
+    result = smoke.check_gang(gang_pods("2026-03-03T09:14:27Z", "2026-03-03T09:14:27Z"), 30, replicas=3)
+    assert result["passed"] is False
+    assert "only 2 of 3" in result["reason"]
+
+
+def test_gang_none_started_fails():
+    result = smoke.check_gang(gang_pods(None, ""), 30)
+    assert result["passed"] is False
+    assert result["reason"].startswith("none of the 2 gang pods started")
+
+
+def test_gang_started_apart_fails():
+    result = smoke.check_gang(gang_pods("2026-03-03T09:14:27Z", "2026-03-03T09:15:12Z"), 30)
+    assert result["passed"] is False
+    assert "started 45 s apart" in result["reason"] and "more than the 30 s window" in result["reason"]
+    assert result["evidence"] == ["gpu-platform-smoke-gang-member-0 started 2026-03-03T09:14:27+00:00",
+                                  "gpu-platform-smoke-gang-member-1 started 2026-03-03T09:15:12+00:00"]
+
+
+def test_gang_with_more_pods_than_replicas_fails():
+    result = smoke.check_gang(gang_pods("2026-03-03T09:14:27Z", "2026-03-03T09:14:27Z"), 30, replicas=1)
+    assert result["passed"] is False
+    assert "2 pods started but the gang has 1" in result["reason"]
+
+
+def test_gang_with_no_pods_fails():
+    assert smoke.check_gang({}, 30)["passed"] is False
+
+
+# ---------------------------------------------------------------- allocatable
+
+def test_allocatable_matching_passes():
+    result = smoke.check_allocatable({"gpu-a": {"nvidia.com/gpu": 32}},
+                                     {"gpu-a": {"nvidia.com/gpu": "32", "cpu": "96"}})
+    assert result["passed"] is True
+    assert result["evidence"] == ["gpu-a: nvidia.com/gpu 32 as expected"]
+
+
+def test_allocatable_from_node_objects():
+    nodes = [gpu_node("gpu-a", gpus=8), gpu_node("gpu-b", gpus=4)]
+    result = smoke.check_allocatable({"gpu-a": {"nvidia.com/gpu": 8}, "gpu-b": {"nvidia.com/gpu": 8}}, nodes)
+    assert result["passed"] is False
+    assert result["reason"] == ("1 of 2 node resources differ from what was expected: "
+                                "gpu-b: nvidia.com/gpu expected 8, advertises 4")
+
+
+def test_allocatable_missing_resource_and_node_fail():
+    result = smoke.check_allocatable(
+        {"gpu-a": {"nvidia.com/gpu.shared": 32, "nvidia.com/gpu": 0}, "gpu-z": {"nvidia.com/gpu": 8}},
+        {"gpu-a": {"nvidia.com/gpu": "0"}})
+    assert result["passed"] is False
+    assert result["evidence"] == ["gpu-a: nvidia.com/gpu.shared expected 32, not advertised",
+                                  "gpu-z: nvidia.com/gpu expected 8, but the node was not found"]
+    assert result["reason"].startswith("2 of 3 node resources differ")
+
+
+def test_allocatable_with_nothing_expected_fails():
+    assert smoke.check_allocatable({}, {"gpu-a": {"nvidia.com/gpu": "8"}})["passed"] is False
+
+
+# ---------------------------------------------------------------- summary
+
+def result(layer, check, passed=True, reason="ok", evidence=(), obj=None, skipped=None):
+    out = {"layer": layer, "check": check, "object": obj or "gpu-platform-smoke-" + check, "passed": passed,
+           "reason": reason, "evidence": evidence if isinstance(evidence, str) else list(evidence)}
+    if skipped:
+        out["skipped_reason"] = skipped
+    return out
+
+
+def test_summary_one_line_per_layer_in_order():
+    nccl = smoke.check_nccl(NCCL_SOCKET_LOG, 20)
+    results = [
+        result("gpu_operator", "cuda"),
+        result("gpu_sharing", "allocatable"),
+        result("gpu_sharing", "mig", skipped="no MIG pool"),
+        result("dra", "dra", skipped="the DRA driver is not installed"),
+        dict(nccl, layer="network_operator", check="nccl", object="gpu-platform-smoke-nccl-launcher-0"),
+        result("gpu_operator", "cuda-mig"),
+    ]
+    out = smoke.summary(results)
+    assert out["passed"] is False
+    assert out["lines"] == [
+        "gpu_operator: PASS",
+        "gpu_sharing: PASS",
+        "dra: SKIPPED - the DRA driver is not installed",
+        "network_operator: FAIL - gpu-platform-smoke-nccl-launcher-0 - " + nccl["reason"] + " - "
+        + nccl["evidence"][0],
+    ]
+
+
+def test_summary_all_passing_passes():
+    out = smoke.summary([result("gpu_operator", "cuda"), result("scheduler", "gang")])
+    assert out == {"lines": ["gpu_operator: PASS", "scheduler: PASS"], "passed": True}
+
+
+def test_summary_names_further_failures_and_tolerates_text_evidence():
+    out = smoke.summary([
+        result("gpu_operator", "cuda", passed=False, reason="no table", evidence="Failed to initialize NVML\nmore"),
+        result("gpu_operator", "cuda-mig", passed=False, reason="no table"),
+    ])
+    assert out["lines"] == ["gpu_operator: FAIL - gpu-platform-smoke-cuda - no table - Failed to initialize NVML "
+                            "(also failed: cuda-mig)"]
+    assert out["passed"] is False
+
+
+def test_summary_without_evidence_says_so():
+    line = smoke.summary([result("scheduler", "gang", passed=False, reason="none started")])["lines"][0]
+    assert line == "scheduler: FAIL - gpu-platform-smoke-gang - none started - (no log line)"
+
+
+@pytest.mark.parametrize("results", [[], [result("dra", "dra", skipped="not installed")]])
+def test_summary_with_nothing_verified_does_not_pass(results):
+    assert smoke.summary(results)["passed"] is False
+
+
+# ---------------------------------------------------------------- bad inputs
+
+def cuda(**kw):
+    args = {"namespace": NS, "image": CUDA_IMAGE}
+    args.update(kw)
+    return smoke.cuda_pod(**args)
+
+
+def dra(**kw):
+    args = {"namespace": NS, "image": CUDA_IMAGE}
+    args.update(kw)
+    return smoke.dra_claim_pod(**args)
+
+
+def gang(**kw):
+    args = {"scheduler": "volcano", "namespace": NS, "image": CUDA_IMAGE}
+    args.update(kw)
+    return smoke.gang_job(**args)
+
+
+def nccl(**kw):
+    args = {"namespace": NS, "image": NCCL_IMAGE}
+    args.update(kw)
+    return smoke.nccl_job(**args)
+
+
+BAD = [
+    # (call, field, words in the problem)
+    (lambda: cuda(image="nvcr.io/nvidia/cuda"), "smoke_tests_image", "has no tag or digest"),
+    (lambda: cuda(image="nvcr.io/nvidia/cuda:latest"), "smoke_tests_image", "uses the tag latest"),
+    (lambda: dra(image="cuda:latest"), "smoke_tests_image", "uses the tag latest"),
+    (lambda: gang(image="Nvcr.io/NVIDIA/cuda:12.8"), "smoke_tests_image", "is not an image reference"),
+    (lambda: cuda(image="nvcr.io/nvidia/cuda:"), "smoke_tests_image", "is not an image reference"),
+    (lambda: cuda(image="nvcr.io/nvidia/cuda@sha256:abc"), "smoke_tests_image", "is not an image reference"),
+    (lambda: cuda(image=""), "smoke_tests_image", "is required and empty"),
+    (lambda: cuda(image=None), "smoke_tests_image", "is required and empty"),
+    (lambda: nccl(image="nccl-tests"), "smoke_tests_nccl_image", "has no tag or digest"),
+    (lambda: nccl(image="ghcr.io/x/nccl-tests:latest"), "smoke_tests_nccl_image", "uses the tag latest"),
+    (lambda: cuda(namespace="GPU-Smoke"), "smoke_tests_namespace", "is not a valid name"),
+    (lambda: gang(namespace=""), "smoke_tests_namespace", "is empty"),
+    (lambda: nccl(namespace="a" * 64), "smoke_tests_namespace", "is not a valid name"),
+    (lambda: dra(namespace="gpu_smoke"), "smoke_tests_namespace", "is not a valid name"),
+    (lambda: gang(scheduler="kueue"), "smoke_tests_scheduler", "'kueue' is not a supported gang scheduler"),
+    (lambda: gang(scheduler="Volcano"), "smoke_tests_scheduler", "use one of: volcano, kai"),
+    (lambda: gang(scheduler=None), "smoke_tests_scheduler", "is not a supported gang scheduler"),
+    (lambda: gang(replicas=1), "smoke_tests_gang_replicas", "must be at least 2"),
+    (lambda: gang(replicas=True), "smoke_tests_gang_replicas", "is not a whole number"),
+    (lambda: gang(queue="Team A"), "smoke_tests_queue", "is not a queue name"),
+    (lambda: gang(scheduler="kai", queue="q" * 64), "smoke_tests_queue", "is not a queue name"),
+    (lambda: nccl(nodes=1), "smoke_tests_nccl_nodes", "is 1, it must be at least 2"),
+    (lambda: nccl(nodes="2"), "smoke_tests_nccl_nodes", "is not a whole number"),
+    (lambda: nccl(gpus_per_node=0), "smoke_tests_nccl_gpus_per_node", "must be at least 1"),
+    (lambda: nccl(rdma_resource={"shared_ib": 1}), "smoke_tests_nccl_rdma_resource", "is not an extended resource"),
+    (lambda: nccl(rdma_resource={"rdma/shared_ib": 0}), "smoke_tests_nccl_rdma_resource", "not a whole number"),
+    (lambda: nccl(rdma_resource={"nvidia.com/gpu": 1}), "smoke_tests_nccl_rdma_resource", "must not contain"),
+    (lambda: nccl(rdma_resource="rdma/shared_ib"), "smoke_tests_nccl_rdma_resource", "must be a dictionary"),
+    (lambda: nccl(network="RDMA_net"), "smoke_tests_nccl_network", "is not [<namespace>/]<name>[@<interface>]"),
+    (lambda: nccl(network="a,,b"), "smoke_tests_nccl_network", "has an empty attachment name"),
+    (lambda: nccl(network={"name": "rdma-net"}), "smoke_tests_nccl_network", "is not a network attachment name"),
+    (lambda: cuda(resources={}), "smoke_tests_cuda_resources", "must be a dictionary"),
+    (lambda: cuda(resources={"nvidia.com/gpu": 1.5}), "smoke_tests_cuda_resources", "not a whole number"),
+    (lambda: dra(device_class="GPU"), "smoke_tests_dra_device_class", "is not a DeviceClass name"),
+    (lambda: smoke.check_nccl(NCCL_IB_LOG, 0), "smoke_tests_nccl_min_busbw_gbps", "must be greater than 0"),
+    (lambda: smoke.check_nccl(NCCL_IB_LOG, -5), "smoke_tests_nccl_min_busbw_gbps", "must be greater than 0"),
+    (lambda: smoke.check_nccl(NCCL_IB_LOG, "fast"), "smoke_tests_nccl_min_busbw_gbps", "'fast' is not a number"),
+    (lambda: smoke.check_nccl(NCCL_IB_LOG, True), "smoke_tests_nccl_min_busbw_gbps", "True is not a number"),
+    (lambda: smoke.check_nccl(NCCL_IB_LOG, None), "smoke_tests_nccl_min_busbw_gbps", "None is not a number"),
+    (lambda: smoke.check_nccl(NCCL_IB_LOG, float("nan")), "smoke_tests_nccl_min_busbw_gbps", "not a finite number"),
+    (lambda: smoke.check_gang(gang_pods("x", None), 30), "start_times", "'x' is not a time"),
+    (lambda: smoke.check_gang("2026-03-03T09:14:27Z", 30), "start_times", "must map pod names to start times"),
+    (lambda: smoke.check_gang(gang_pods(None), 0), "smoke_tests_gang_window_seconds", "must be greater than 0"),
+    (lambda: smoke.check_allocatable({"gpu-a": {"nvidia.com/gpu": "8"}}, {}), "expected_allocatable",
+     "is not a count"),
+    (lambda: smoke.check_allocatable({"gpu-a": 8}, {}), "expected_allocatable", "must map node names"),
+    (lambda: smoke.check_allocatable({"gpu-a": {"nvidia.com/gpu": 8}}, "gpu-a"), "allocatable",
+     "must map node names to allocatable resources"),
+    (lambda: smoke.summary([{"check": "cuda", "passed": True}]), "results", "item 0 has no layer"),
+    (lambda: smoke.summary("gpu_operator: PASS"), "results", "must be a list"),
+]
+
+
+@pytest.mark.parametrize("call, field, words", BAD, ids=["%s-%d" % (b[1], i) for i, b in enumerate(BAD)])
+def test_bad_input_names_the_field_and_the_fix(call, field, words):
+    with pytest.raises(ParamError) as info:
+        call()
+    err = info.value
+    assert err.field == field
+    assert str(err).startswith(field + ": ")
+    assert words in str(err)
+    assert ". Fix: " in str(err) and not str(err).endswith("Fix: ")
