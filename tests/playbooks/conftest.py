@@ -21,6 +21,8 @@ from tests.fakes.network_operator import SimulatedNetworkOperator
 ROOT = Path(__file__).resolve().parents[2]
 GPU_OPERATOR_CHART = FIXTURE_CHARTS_DIR / "gpu-operator"
 NETWORK_OPERATOR_CHART = FIXTURE_CHARTS_DIR / "network-operator"
+# The scheduling layer's charts, served from the loopback repository (OCI refs in production).
+SCHEDULING_CHARTS = (("volcano", "1.15.1"), ("kueue", "0.19.2"), ("kai-scheduler", "v0.13.0"))
 PLAYBOOK = str(ROOT / "site.yml")
 assert DEMO_CHART_DIR.exists()
 
@@ -116,8 +118,13 @@ def network_operator_chart(chart_cache):
     return chart_cache.get(NETWORK_OPERATOR_CHART, version="26.4.1")
 
 
+@pytest.fixture(scope="session")
+def scheduling_charts(chart_cache):
+    return [chart_cache.get(FIXTURE_CHARTS_DIR / name, version=version) for name, version in SCHEDULING_CHARTS]
+
+
 @pytest.fixture
-def gpu_cluster_factory(fake_api_factory, gpu_operator_chart, network_operator_chart):
+def gpu_cluster_factory(fake_api_factory, gpu_operator_chart, network_operator_chart, scheduling_charts):
     """A fake cluster with two GPU nodes, a simulated GPU Operator and CUDA pods, and a chart repository."""
     repos = []
 
@@ -132,7 +139,7 @@ def gpu_cluster_factory(fake_api_factory, gpu_operator_chart, network_operator_c
             node = gpu_node(name)
             node["metadata"]["labels"].update({"nodepool": pool, "nvidia.com/mig.capable": "true"})
             api.store.create(node)
-        repo = ChartRepoServer([gpu_operator_chart, network_operator_chart]).start()
+        repo = ChartRepoServer([gpu_operator_chart, network_operator_chart, *scheduling_charts]).start()
         repos.append(repo)
         api.clear_log()
         return api, repo
@@ -152,6 +159,12 @@ def direct_site(tmp_path, helm_env, gpu_cluster_factory):
             "gpu_platform_kubeconfig": api.kubeconfig,
             "gpu_operator_chart_repo_url": repo.url,
             "network_operator_chart_repo_url": repo.url,
+            "scheduling_volcano_chart_repo_url": repo.url,
+            "scheduling_kueue_chart_ref": "kueue",
+            "scheduling_kueue_chart_repo_url": repo.url,
+            "scheduling_kai_chart_ref": "kai-scheduler",
+            "scheduling_kai_chart_repo_url": repo.url,
+            "scheduling_wait_timeout": 30,
             "network_operator_wait_timeout": 6,
             "gpu_operator_wait_timeout": 4,
             "gpu_operator_wait_interval": 1,
@@ -160,3 +173,16 @@ def direct_site(tmp_path, helm_env, gpu_cluster_factory):
         return runner, api, repo
 
     return make
+
+
+@pytest.fixture
+def render_site(tmp_path, helm_env):
+    """site.yml in render mode into tmp_path/platform: returns (runner, out)."""
+    out = tmp_path / "platform"
+    runner = SiteRunner(tmp_path, site_env(helm_env), {"gpu_platform_render_to": str(out)})
+    return runner, out
+
+
+def bundle(out):
+    """The bundle's files, parsed."""
+    return {name: yaml.safe_load((out / name).read_text()) for name in sorted(os.listdir(out))}

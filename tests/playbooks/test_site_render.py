@@ -8,21 +8,10 @@ import pytest
 import yaml
 
 from tests.fakes.charts import TOOLS_BIN
-from tests.playbooks.conftest import SiteRunner, site_env
+from tests.playbooks.conftest import bundle
 from tests.schema import crdschema
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def render_site(tmp_path, helm_env):
-    out = tmp_path / "platform"
-    runner = SiteRunner(tmp_path, site_env(helm_env), {"gpu_platform_render_to": str(out)})
-    return runner, out
-
-
-def bundle(out):
-    return {name: yaml.safe_load((out / name).read_text()) for name in sorted(os.listdir(out))}
 
 
 def kustomize(out):
@@ -32,8 +21,9 @@ def kustomize(out):
 
 
 @pytest.mark.parametrize("fmt, kinds", [
-    ("flux", ["HelmRelease", "HelmRepository", "Namespace"]),
-    ("argocd", ["Application"]),
+    # GPU Operator, then the scheduling layer's Volcano (a Helm repository) and Kueue (an OCI chart).
+    ("flux", ["HelmRelease"] * 3 + ["HelmRepository"] * 2 + ["Namespace"] * 3 + ["OCIRepository"]),
+    ("argocd", ["Application"] * 3),
 ])
 def test_bundle_is_valid_idempotent_and_builds(render_site, shared_dir, fmt, kinds):
     runner, out = render_site
@@ -111,7 +101,8 @@ def test_example_inventories_choices_are_valid(render_site, shared_dir, inventor
 
 def test_bundle_with_the_network_layer(render_site, shared_dir):
     runner, out = render_site
-    result = runner.run(network_operator_mode="rdma_shared",
+    # Only the layers under test (the scheduling layer's releases are tested in test_site_layers.py).
+    result = runner.run(network_operator_mode="rdma_shared", gpu_platform_scheduling_enabled=False,
                         network_operator_selectors={"vendors": ["15b3"], "link_type": "infiniband", "interfaces": ["ibs1f0"]})
     assert result.failed == 0, result.failure_messages()
     objects = kustomize(out)
@@ -158,7 +149,7 @@ def test_bundle_with_gpu_sharing(render_site, shared_dir):
     pools = [{"name": "inference", "node_selector": {"nodepool": "inference"}, "sharing": "time-slicing", "replicas": 4,
               "multi_tenant": True},
              {"name": "training", "node_selector": {"nodepool": "training"}, "sharing": "mig", "mig_profile": "all-1g.10gb"}]
-    result = runner.run(gpu_sharing_pools=pools)
+    result = runner.run(gpu_sharing_pools=pools, gpu_platform_scheduling_enabled=False)
     assert result.failed == 0, result.failure_messages()
     warned = result.result("Warnings about the chosen sharing (time-slicing is no isolation)")["msg"]
     assert any("no memory or fault isolation" in w for w in warned)

@@ -1,0 +1,103 @@
+"""The scheduling and monitoring layers in site.yml: on the fake cluster (direct) and in the GitOps bundle."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from tests.playbooks.conftest import bundle
+from tests.schema import crdschema
+from tests.schema.test_monitoring_schema import prometheus_rule_errors
+
+pytestmark = pytest.mark.slow
+
+FLAVORS = [{"name": "a100", "gpu_product": "NVIDIA-A100-SXM4-80GB"}]
+TEAMS = [{"name": "vision", "namespaces": ["vision"], "quota": {"a100": 8}},
+         {"name": "nlp", "namespaces": ["nlp"], "quota": {"a100": 8}, "borrowing_limit": {"a100": 4}}]
+SPEC = {"scheduling_flavors": FLAVORS, "scheduling_teams": TEAMS, "scheduling_cohort": "research"}
+
+
+def test_schedulers_and_team_queues_go_on_once(direct_site):
+    runner, api, repo = direct_site()
+    first = runner.run(**SPEC)
+    assert first.failed == 0, first.failure_messages() or first.debug_text()
+    for namespace, release in (("volcano-system", "volcano"), ("kueue-system", "kueue")):
+        secrets = api.store.list("v1", "Secret", namespace, label_selector="owner=helm,status=deployed")
+        assert [s["metadata"]["labels"]["name"] for s in secrets] == [release]
+    queue = api.store.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", "nlp")
+    assert queue["spec"]["cohortName"] == "research"
+    resources = queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
+    assert resources == {"name": "nvidia.com/gpu", "nominalQuota": 8, "borrowingLimit": 4}
+    assert api.store.get("kueue.x-k8s.io/v1beta2", "LocalQueue", "gpu", "vision")["spec"]["clusterQueue"] == "vision"
+    assert api.store.get("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "a100")["spec"]["nodeLabels"] == {
+        "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+    assert api.store.get("scheduling.volcano.sh/v1beta1", "Queue", "vision") is not None
+    assert api.store.get("v1", "Namespace", "nlp") is not None
+    shown = first.result("What each team gets")["msg"]
+    assert any("nlp" in line for line in shown)
+    api.clear_log()
+    second = runner.run()
+    assert second.failed == 0 and second.changed == 0, second.changed_tasks()
+    # The only writes of a converged run are the GPU Operator layer's smoke pod, created and removed.
+    assert [w["path"] for w in api.writes() if not w["path"].endswith("/pods")
+            and "/pods/gpu-operator-smoke-nvidia-smi" not in w["path"]] == []
+
+
+def test_kai_instead_of_volcano(direct_site):
+    runner, api, repo = direct_site()
+    result = runner.run(scheduling_scheduler="kai", **SPEC)
+    assert result.failed == 0, result.failure_messages()
+    assert api.store.list("v1", "Secret", "kai-scheduler", label_selector="owner=helm,status=deployed")
+    assert api.store.list("v1", "Secret", "volcano-system", label_selector="owner=helm") == []
+    leaf = api.store.get("scheduling.run.ai/v2", "Queue", "vision")
+    assert leaf["spec"]["resources"]["gpu"]["quota"] == 8
+
+
+@pytest.mark.parametrize("over, words", [
+    ({"scheduling_teams": [dict(TEAMS[0], quota={"a100": "eight"})]},
+     "scheduling_teams[0].quota.a100: 'eight' is not a number of GPUs"),
+    ({"scheduling_teams": [dict(TEAMS[0], quota={"h100": 8})]}, "scheduling_teams[0].quota.h100"),
+    ({"scheduling_teams": [dict(TEAMS[0], namespaces=[])]}, "scheduling_teams[0].namespaces"),
+    ({"monitoring_thresholds": {"temperature_celsius": 300}}, "monitoring_thresholds.temperature_celsius"),
+])
+def test_bad_layer_inputs_stop_site_before_any_write(direct_site, over, words):
+    runner, api, repo = direct_site()
+    result = runner.run(**dict(SPEC, **over))
+    assert result.failed == 1
+    assert any(words in m for m in result.failure_messages()), result.failure_messages()
+    assert api.writes() == []
+
+
+def test_monitoring_applies_what_the_cluster_serves_and_says_what_it_skips(direct_site):
+    runner, api, repo = direct_site()
+    result = runner.run(monitoring_release_label="kube-prometheus-stack")
+    assert result.failed == 0, result.failure_messages()
+    monitor = api.store.get("monitoring.coreos.com/v1", "ServiceMonitor", "gpu-platform-dcgm-exporter", "gpu-operator")
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    assert monitor["spec"]["selector"] == {"matchLabels": {"app": "nvidia-dcgm-exporter"}}
+    # The fake serves the ServiceMonitor CRD (shared/upstream) but not PrometheusRule's.
+    skipped = result.result("Say what is skipped and why")["msg"]
+    assert skipped.startswith("Monitoring: PrometheusRule skipped") and "does not serve" in skipped
+
+
+def test_the_demo_bundle_has_every_layer(render_site, shared_dir):
+    runner, out = render_site
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "inventories", "local", "group_vars", "all",
+                        "platform.yml")
+    with open(path, encoding="utf-8") as handle:
+        choices = {k: v for k, v in yaml.safe_load(handle).items() if k != "gpu_platform_render_to"}
+    result = runner.run(**choices)
+    assert result.failed == 0, result.failure_messages()
+    files = bundle(out)
+    kinds = {doc["kind"] for doc in files.values() if isinstance(doc, dict) and "kind" in doc}
+    assert {"ResourceFlavor", "ClusterQueue", "LocalQueue", "Queue", "ServiceMonitor", "PrometheusRule",
+            "NicClusterPolicy", "HelmRelease", "ConfigMap"} <= kinds
+    for name, doc in files.items():
+        if doc.get("kind") in ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Queue", "ServiceMonitor"):
+            crdschema.validate(doc)
+    rule = files["prometheusrule-gpu-operator-gpu-platform-dcgm-exporter.yaml"]
+    assert prometheus_rule_errors(rule) == []
+    assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    again = runner.run()
+    assert again.failed == 0 and again.changed == 0, again.changed_tasks()
