@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_platform.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the scheduling and monitoring roles; the logic is in module_utils/domain."""
+"""Filters of the scheduling, monitoring and dra_driver roles; the logic is in module_utils/domain."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import monitoring, scheduling, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import dra, monitoring, scheduling, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 
@@ -25,6 +25,36 @@ def monitoring_objects(namespace, thresholds=None, release_label=None, interval=
         return objects + [monitoring.prometheus_rule(namespace, thresholds or None, release_label or None)]
     except ParamError as exc:
         raise AnsibleFilterError(exc.msg)
+
+
+def dra_driver_values(settings):
+    try:
+        return dra.values(settings)
+    except ParamError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+def dra_driver_check(kubernetes_version, driver_version, driver_owner):
+    """Warning lines; fails below the floors (Kubernetes 1.34, driver 580)."""
+    try:
+        return dra.check_supported(kubernetes_version, driver_version, driver_owner)
+    except ParamError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+def dra_driver_gpu_operator_values(enabled, gpus_enabled=True):
+    """The GPU Operator values the DRA path needs ({} when DRA is off)."""
+    return dra.gpu_operator_values() if enabled else {}
+
+
+def dra_driver_node_labels(gpus_enabled=True):
+    return dra.node_labels(gpus_enabled)
+
+
+def node_label_objects(names, labels):
+    """Partial Node objects that carry only ``labels`` (for server-side apply of just those labels)."""
+    return [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": dict(labels)}}
+            for name in names or []]
 
 
 def namespace_objects(names, labels=None):
@@ -47,4 +77,6 @@ class FilterModule:
 
     def filters(self):
         return {"scheduling_plan": scheduling_plan, "monitoring_objects": monitoring_objects,
-                "namespace_objects": namespace_objects}
+                "namespace_objects": namespace_objects, "dra_driver_values": dra_driver_values,
+                "dra_driver_check": dra_driver_check, "dra_driver_gpu_operator_values": dra_driver_gpu_operator_values,
+                "dra_driver_node_labels": dra_driver_node_labels, "node_label_objects": node_label_objects}

@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 GPU_OPERATOR_CHART = FIXTURE_CHARTS_DIR / "gpu-operator"
 NETWORK_OPERATOR_CHART = FIXTURE_CHARTS_DIR / "network-operator"
 # The scheduling layer's charts, served from the loopback repository (OCI refs in production).
-SCHEDULING_CHARTS = (("volcano", "1.15.1"), ("kueue", "0.19.2"), ("kai-scheduler", "v0.13.0"))
+SCHEDULING_CHARTS = (("volcano", "1.15.1"), ("kueue", "0.19.2"), ("kai-scheduler", "v0.13.0"),
+                     ("nvidia-dra-driver-gpu", "25.12.0"))
 PLAYBOOK = str(ROOT / "site.yml")
 assert DEMO_CHART_DIR.exists()
 
@@ -165,6 +166,8 @@ def direct_site(tmp_path, helm_env, gpu_cluster_factory):
             "scheduling_kai_chart_ref": "kai-scheduler",
             "scheduling_kai_chart_repo_url": repo.url,
             "scheduling_wait_timeout": 30,
+            "dra_driver_chart_repo_url": repo.url,
+            "dra_driver_wait_timeout": 30,
             "network_operator_wait_timeout": 6,
             "gpu_operator_wait_timeout": 4,
             "gpu_operator_wait_interval": 1,

@@ -101,3 +101,35 @@ def test_the_demo_bundle_has_every_layer(render_site, shared_dir):
     assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
     again = runner.run()
     assert again.failed == 0 and again.changed == 0, again.changed_tasks()
+
+
+def test_dra_moves_the_chosen_nodes_and_keeps_the_device_plugin_off_them(direct_site):
+    runner, api, repo = direct_site()
+    result = runner.run(dra_driver_enabled=True, dra_driver_nodes="nodepool=training")
+    assert result.failed == 0, result.failure_messages() or result.debug_text()
+    moved = api.store.get("v1", "Node", "gpu-node-2")["metadata"]["labels"]
+    assert moved["nvidia.com/dra-kubelet-plugin"] == "true" and moved["nvidia.com/gpu.deploy.device-plugin"] == "false"
+    kept = api.store.get("v1", "Node", "gpu-node-1")["metadata"]["labels"]
+    assert "nvidia.com/dra-kubelet-plugin" not in kept and "nvidia.com/gpu.deploy.device-plugin" not in kept
+    controller = api.store.get("apps/v1", "Deployment", "nvidia-dra-driver-gpu-controller", "nvidia-dra-driver-gpu")
+    assert controller["metadata"]["annotations"]["driver-root"] == "/run/nvidia/driver"  # the operator's driver
+    env = api.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")["spec"]["driver"]["manager"]["env"]
+    assert {"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": "nvidia.com/dra-kubelet-plugin"} in env
+    warnings = result.result("What could not be confirmed (not a failure)")["msg"]
+    assert any("1.34.2" in w for w in warnings), warnings  # the fake cluster runs v1.34.1
+    again = runner.run()
+    assert again.failed == 0 and again.changed == 0, again.changed_tasks()
+
+
+@pytest.mark.parametrize("over, cluster, words", [
+    ({}, {"git_version": "v1.33.5"}, "1.34"),
+    # The version matrix knows the 580 floor too, so the platform preflight already refuses it.
+    ({"gpu_operator_driver_version": "575.57.08"}, {}, "driver < 580"),
+    ({"dra_driver_nodes": ""}, {}, "dra_driver_nodes is empty"),
+])
+def test_dra_is_refused_before_any_write(direct_site, over, cluster, words):
+    runner, api, repo = direct_site(**cluster)
+    result = runner.run(**dict({"dra_driver_enabled": True, "dra_driver_nodes": "nodepool=training"}, **over))
+    assert result.failed == 1
+    assert any(words in m for m in result.failure_messages()), result.failure_messages()
+    assert api.writes() == []

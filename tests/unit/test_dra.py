@@ -242,3 +242,14 @@ def test_pinned_images(image):
 def test_bad_example_claim_inputs(args, field, words):
     err = raises(dra.example_claim, *args)
     assert err.field == field and words in err.msg, err.msg
+
+
+def test_the_docs_show_the_example_claim_the_code_builds():
+    """docs/dra.md's ResourceClaimTemplate and pod are exactly what example_claim returns."""
+    import os
+    import yaml
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "dra.md")
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert list(yaml.safe_load_all(block)) == dra.example_claim("gpu-test")
