@@ -57,7 +57,7 @@ def test_host_driver_refuses_before_any_change(tmp_path, role_vars, words, check
     ({"peermem_path": "operator", "peermem_gpu_operator_values": {"driver": {"enabled": True}}},
      "peermem_path is operator but the GPU Operator values do not enable driver.rdma"),
     ({"peermem_path": "daemonset", "peermem_loader_image": "docker.io/library/busybox:latest",
-      "peermem_render_to": "/nonexistent-never-written"}, "peermem_loader_image: 'docker.io/library/busybox:latest' is not pinned"),
+      "peermem_render_to": "/nonexistent-never-written"}, "peermem_loader_image: 'docker.io/library/busybox:latest' uses the tag latest"),
     ({"peermem_path": "daemonset", "peermem_node_selector": {"nvidia.com/gpu.present": True},
       "peermem_render_to": "/nonexistent-never-written"}, "peermem_node_selector.nvidia.com/gpu.present"),
 ])

@@ -383,18 +383,18 @@ AKS_NOTE = ("cloud_driver=present says every GPU node's image ships the driver (
             "at zero nodes), but with no node seen yet it is ignored")
 
 
-def test_regression_auto_without_nodes_ignores_a_cloud_driver():
+def test_auto_without_nodes_follows_a_cloud_driver():
     got = driver_mode.decide("auto", [], cloud_driver="present")
     assert got["mode"] == "host" and got["owner"] == "cloud"
     assert got["gpu_operator_values"]["driver"]["enabled"] is False
 
 
-def test_regression_operator_without_nodes_accepts_a_cloud_driver():
+def test_operator_without_nodes_refuses_a_cloud_driver():
     with pytest.raises(Refusal):
         driver_mode.decide("operator", [], cloud_driver="present")
 
 
-def test_regression_host_without_nodes_keeps_the_toolkit_despite_a_cloud_driver():
+def test_host_without_nodes_turns_the_toolkit_off_for_a_cloud_driver():
     got = driver_mode.decide("host", [], cloud_driver="present")
     assert got["gpu_operator_values"]["toolkit"] == {"enabled": False}
 

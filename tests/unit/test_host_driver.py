@@ -135,7 +135,7 @@ def test_debian12_vendor_example_urls():
 
 
 @pytest.mark.parametrize("os_info", [ubuntu("22.04"), debian("12")], ids=["ubuntu2204", "debian12"])
-def test_regression_vendor_apt_ignores_open_kernel_modules(os_info):
+def test_vendor_apt_follows_the_kernel_module_flavour(os_info):
     got = host_driver.plan(os_info, settings(branch="580", source="vendor", kernel_modules="open"))
     assert any("open" in package for package in got["packages"]), got["packages"]
 
@@ -288,7 +288,7 @@ def test_missing_branch():
     assert info.value.field == "host_driver_branch" and "None is not a driver branch number" in str(info.value)
 
 
-def test_regression_branch_with_a_trailing_newline_is_accepted():
+def test_a_branch_with_a_trailing_newline_is_refused():
     with pytest.raises(ParamError):
         host_driver.plan(ubuntu("22.04"), settings(branch="535\n"))
 
@@ -356,7 +356,7 @@ def test_unsupported_systems_are_named(os_info, source, named):
     (ubuntu("22.04"), "470", "distribution"),  # -> nvidia-headless-470-server-open
     (rhel("8"), "470", "vendor"),             # -> @nvidia-driver:470-open
 ], ids=["debian11", "ubuntu2204", "rhel8"])
-def test_regression_open_kernel_modules_before_515_are_accepted(os_info, branch, source):
+def test_open_kernel_modules_before_515_are_refused(os_info, branch, source):
     with pytest.raises(ParamError) as info:
         host_driver.plan(os_info, settings(branch=branch, source=source, kernel_modules="open"))
     assert info.value.field == "host_driver_kernel_modules"

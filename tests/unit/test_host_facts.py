@@ -103,7 +103,7 @@ def test_parse_dpkg_nothing_installed(text):
     assert host_facts.parse_dpkg(text) == {}
 
 
-def test_regression_parse_dpkg_drops_held_packages():
+def test_parse_dpkg_keeps_held_packages():
     text = "nvidia-driver-535-server\t535.247.01-0ubuntu0.22.04.1\thi \n"
     assert host_facts.parse_dpkg(text) == {"nvidia-driver-535-server": "535.247.01-0ubuntu0.22.04.1"}
 

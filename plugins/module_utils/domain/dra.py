@@ -131,13 +131,6 @@ PARSE_WORDS = {
 }
 
 # An image reference: [domain[:port]/]path[:tag][@algorithm:hex] (distribution/reference grammar).
-_DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
-_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-IMAGE = re.compile(
-    r"^(?P<name>(?:%s(?:\.%s)*(?::[0-9]+)?/)?%s(?:/%s)*)(?::(?P<tag>[\w][\w.-]{0,127}))?"
-    r"(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?$"
-    % (_DOMAIN_PART, _DOMAIN_PART, _PATH_PART, _PATH_PART))
-
 
 # -- version floors --------------------------------------------------------------------------------
 
@@ -328,28 +321,10 @@ def gpu_operator_values(disable_device_plugin=False):
     return out
 
 
+pinned_image = validate.pinned_image
+
+
 # -- example claim ---------------------------------------------------------------------------------
-
-def pinned_image(field, value):
-    """An image pinned by a tag other than ``latest`` or by a digest."""
-    example = "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"
-    if not isinstance(value, str) or not value.strip():
-        raise ParamError(field, "is empty", "give a pinned image such as %s" % example)
-    text = value.strip()
-    match = IMAGE.match(text)
-    if not match:
-        raise ParamError(field, "%r is not an image reference" % value,
-                         "give registry/path:tag or registry/path@sha256:<digest>, such as %s" % example)
-    if match.group("digest"):
-        return text
-    if not match.group("tag"):
-        raise ParamError(field, "%r has no tag or digest (it means :latest), so it is not pinned" % value,
-                         "pin a fixed tag or a digest, e.g. %s:12.9.1-base-ubuntu24.04" % match.group("name"))
-    if match.group("tag") == "latest":
-        raise ParamError(field, "%r uses the tag latest, which is not pinned" % value,
-                         "pin a fixed tag or a digest (@sha256:...)")
-    return text
-
 
 def example_claim(namespace, name="gpu-claim", image="nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"):
     """[ResourceClaimTemplate, Pod]: the Pod gets one ``gpu.nvidia.com`` device through DRA

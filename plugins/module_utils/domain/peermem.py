@@ -25,12 +25,7 @@ LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "gpu-plat
 def daemonset(namespace, image, module="nvidia-peermem", node_selector=None):
     """The Namespace (pod-security privileged) and the DaemonSet, as a list of objects."""
     validate.dns_label("peermem_namespace", namespace)
-    last = image.rsplit("/", 1)[-1] if isinstance(image, str) else ""
-    if "@" not in last and (":" not in last or not last.rsplit(":", 1)[1]):
-        raise ParamError("peermem_loader_image", "%r has no tag or digest" % (image,),
-                         "pin the image, e.g. docker.io/library/busybox:1.37.0")
-    if image.endswith(":latest"):
-        raise ParamError("peermem_loader_image", "%r is not pinned" % image, "give a fixed tag or a digest")
+    image = validate.pinned_image("peermem_loader_image", image)
     if not isinstance(module, str) or not MODULE.fullmatch(module):
         raise ParamError("peermem_module", "%r is not a kernel module name" % (module,),
                          "use nvidia-peermem (or nvidia-current-peermem on Debian's packages)")

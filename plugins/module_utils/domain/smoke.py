@@ -139,14 +139,6 @@ FIELDS = {
     "min_busbw": "smoke_tests_nccl_min_busbw_gbps",
 }
 
-# distribution/reference grammar (see the module docstring)
-_DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
-_DOMAIN = r"(?:%s(?:\.%s)*(?::[0-9]+)?)" % (_DOMAIN_PART, _DOMAIN_PART)
-_PATH_PART = r"(?:[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)"
-IMAGE_REFERENCE = re.compile(
-    r"^(?P<name>(?:%s/)?%s(?:/%s)*)(?::(?P<tag>[\w][\w.-]{0,127}))?"
-    r"(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?$"
-    % (_DOMAIN, _PATH_PART, _PATH_PART))
 RESOURCE_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
                            r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 NETWORK_ELEMENT = re.compile(r"^(?:(?P<ns>[a-z0-9]([-a-z0-9]*[a-z0-9])?)/)?(?P<name>[a-z0-9]([-a-z0-9.]*[a-z0-9])?)"
@@ -175,25 +167,7 @@ RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.
 
 # -- input validation -----------------------------------------------------------------------------
 
-def pinned_image(field, value):
-    """An image reference pinned by a tag other than ``latest`` or by a digest."""
-    if not isinstance(value, str) or not value.strip():
-        raise ParamError(field, "is required and empty",
-                         "give a pinned image such as nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04")
-    text = value.strip()
-    match = IMAGE_REFERENCE.match(text)
-    if not match:
-        raise ParamError(field, "%r is not an image reference" % value,
-                         "give registry/path:tag or registry/path@sha256:<digest>, in lower case")
-    if match.group("digest"):
-        return text
-    if not match.group("tag"):
-        raise ParamError(field, "%r has no tag or digest, so it means :latest and is not pinned" % value,
-                         "pin it with a fixed tag or a digest, e.g. %s:12.8.1-base-ubuntu24.04" % match.group("name"))
-    if match.group("tag") == "latest":
-        raise ParamError(field, "%r uses the tag latest, which is not pinned" % value,
-                         "pin it with a fixed tag or a digest (@sha256:...)")
-    return text
+pinned_image = validate.pinned_image
 
 
 def _positive_int(field, value, minimum=1, example="2"):

@@ -24,6 +24,16 @@ EXACT_VERSION = re.compile(
 )
 DURATION_PART = re.compile(r"(\d+)(h|m|s)")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
+# An image reference, after the distribution/reference grammar (docker/distribution reference/regexp.go):
+# [domain[:port]/]path[:tag][@algorithm:hex].
+_DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN = r"(?:%s(?:\.%s)*(?::[0-9]+)?)" % (_DOMAIN_PART, _DOMAIN_PART)
+_PATH_PART = r"(?:[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)"
+IMAGE_REFERENCE = re.compile(
+    r"^(?P<name>(?:%s/)?%s(?:/%s)*)(?::(?P<tag>[\w][\w.-]{0,127}))?"
+    r"(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?$"
+    % (_DOMAIN, _PATH_PART, _PATH_PART))
+EXAMPLE_IMAGE = "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"
 
 
 def given(params, suboptions=()):
@@ -131,4 +141,25 @@ def sha256_hex(field, value):
     if not SHA256.match(text):
         raise ParamError(field, "%r is not a SHA-256 digest" % value,
                          "give the 64 hex characters printed by sha256sum for the chart archive")
+    return text
+
+
+def pinned_image(field, value):
+    """An image reference pinned by a tag other than ``latest`` or by a digest; returns it stripped."""
+    if not isinstance(value, str) or not value.strip():
+        raise ParamError(field, "is empty", "give a pinned image such as %s" % EXAMPLE_IMAGE)
+    text = value.strip()
+    match = IMAGE_REFERENCE.match(text)
+    if not match:
+        raise ParamError(field, "%r is not an image reference" % value,
+                         "give registry/path:tag or registry/path@sha256:<digest>, in lower case, such as %s"
+                         % EXAMPLE_IMAGE)
+    if match.group("digest"):
+        return text
+    if not match.group("tag"):
+        raise ParamError(field, "%r has no tag or digest (it means :latest), so it is not pinned" % value,
+                         "pin a fixed tag or a digest, e.g. %s:<version>" % match.group("name"))
+    if match.group("tag") == "latest":
+        raise ParamError(field, "%r uses the tag latest, which is not pinned" % value,
+                         "pin a fixed tag or a digest (@sha256:...)")
     return text
