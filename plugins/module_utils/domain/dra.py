@@ -130,7 +130,6 @@ PARSE_WORDS = {
                "a driver version such as 580.95.05 or the branch 580, or leave it empty for the chart's default"),
 }
 
-# An image reference: [domain[:port]/]path[:tag][@algorithm:hex] (distribution/reference grammar).
 
 # -- version floors --------------------------------------------------------------------------------
 
