@@ -42,7 +42,7 @@ def dra_driver_check(kubernetes_version, driver_version, driver_owner):
         raise AnsibleFilterError(exc.msg)
 
 
-def dra_driver_gpu_operator_values(enabled, gpus_enabled=True):
+def dra_driver_gpu_operator_values(enabled):
     """The GPU Operator values the DRA path needs ({} when DRA is off)."""
     return dra.gpu_operator_values() if enabled else {}
 

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.fakes.gpu_operator import NVIDIA_SMI, gpu_node
 
@@ -355,7 +355,7 @@ def test_every_object_and_pod_is_named_and_labelled_for_cleanup(obj):
 def test_pinned_images_are_accepted_as_given():
     for image in (CUDA_IMAGE, DIGEST_IMAGE, "localhost:5000/cuda:12.8.1", "cuda:latest@sha256:" + "ab" * 32,
                   "registry.example.com:443/a/b/c:v1.2.3_rc-1"):
-        assert smoke.pinned_image("smoke_tests_image", image) == image
+        assert validate.pinned_image("smoke_tests_image", image) == image
 
 
 # ---------------------------------------------------------------- nvidia-smi

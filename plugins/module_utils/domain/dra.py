@@ -320,9 +320,6 @@ def gpu_operator_values(disable_device_plugin=False):
     return out
 
 
-pinned_image = validate.pinned_image
-
-
 # -- example claim ---------------------------------------------------------------------------------
 
 def example_claim(namespace, name="gpu-claim", image="nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"):
@@ -330,7 +327,7 @@ def example_claim(namespace, name="gpu-claim", image="nvcr.io/nvidia/cuda:12.9.1
     (resource.k8s.io/v1), runs ``nvidia-smi`` once and ends (restartPolicy Never). Both are named ``name``."""
     validate.dns_label(FIELDS["namespace"], namespace)
     validate.dns_label(FIELDS["name"], name)
-    image = pinned_image(FIELDS["image"], image)
+    image = validate.pinned_image(FIELDS["image"], image)
     labels = {"app.kubernetes.io/managed-by": "gpu_platform.cluster", "app.kubernetes.io/name": name}
     template = {
         "apiVersion": RESOURCE_API, "kind": "ResourceClaimTemplate",

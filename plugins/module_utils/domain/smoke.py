@@ -167,9 +167,6 @@ RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.
 
 # -- input validation -----------------------------------------------------------------------------
 
-pinned_image = validate.pinned_image
-
-
 def _positive_int(field, value, minimum=1, example="2"):
     if isinstance(value, bool) or not isinstance(value, int):
         raise ParamError(field, "%r is not a whole number" % (value,), "give a number such as %s" % example)
@@ -281,7 +278,7 @@ def cuda_pod(namespace, image, resources=None):
     time-sliced ``.shared`` GPU) gives the pod its own name, e.g. ``gpu-platform-smoke-cuda-mig-1g.10gb``.
     """
     validate.dns_label(FIELDS["namespace"], namespace)
-    image = pinned_image(FIELDS["image"], image)
+    image = validate.pinned_image(FIELDS["image"], image)
     limits = _resources(FIELDS["resources"], {GPU_RESOURCE: 1} if resources is None else resources)
     return {
         "apiVersion": "v1", "kind": "Pod",
@@ -298,7 +295,7 @@ def cuda_pod(namespace, image, resources=None):
 def dra_claim_pod(namespace, image, device_class=DEFAULT_DEVICE_CLASS):
     """[ResourceClaimTemplate, Pod]: the pod gets one device of ``device_class`` through DRA and runs nvidia-smi."""
     validate.dns_label(FIELDS["namespace"], namespace)
-    image = pinned_image(FIELDS["image"], image)
+    image = validate.pinned_image(FIELDS["image"], image)
     if not isinstance(device_class, str) or not device_class or len(device_class) > 253 \
             or not validate.DNS1123_SUBDOMAIN.match(device_class):
         raise ParamError(FIELDS["device_class"], "%r is not a DeviceClass name" % (device_class,),
@@ -345,7 +342,7 @@ def gang_job(scheduler, namespace, image, replicas=2, queue="default"):
         raise ParamError(FIELDS["scheduler"], "%r is not a supported gang scheduler" % (scheduler,),
                          "use one of: %s" % ", ".join(SCHEDULERS))
     validate.dns_label(FIELDS["namespace"], namespace)
-    image = pinned_image(FIELDS["image"], image)
+    image = validate.pinned_image(FIELDS["image"], image)
     replicas = _positive_int(FIELDS["replicas"], replicas, minimum=2, example="2")
     queue = _queue(queue)
     name = _name(GANG)
@@ -428,7 +425,7 @@ def nccl_job(namespace, image, nodes=2, gpus_per_node=8, rdma_resource=None, net
     ``nccl_launcher_pod_name()`` and pass it to ``check_nccl``.
     """
     validate.dns_label(FIELDS["namespace"], namespace)
-    image = pinned_image(FIELDS["nccl_image"], image)
+    image = validate.pinned_image(FIELDS["nccl_image"], image)
     nodes = _positive_int(FIELDS["nodes"], nodes, minimum=2, example="2")
     gpus_per_node = _positive_int(FIELDS["gpus_per_node"], gpus_per_node, minimum=1, example="8")
     rdma = _resources(FIELDS["rdma_resource"], DEFAULT_RDMA_RESOURCE if rdma_resource is None else rdma_resource,
