@@ -90,9 +90,12 @@ class KubeClient:
         if validate_certs is not None:
             configuration.verify_ssl = bool(validate_certs)
         try:
-            self._dyn = dynamic.DynamicClient(client.ApiClient(configuration))
+            api_client = client.ApiClient(configuration)
+            self._dyn = dynamic.DynamicClient(api_client)
         except Exception as exc:
             raise ToolError("cannot reach the Kubernetes API at %s: %s" % (configuration.host, exc))
+        self._core = client.CoreV1Api(api_client)
+        self._api_exception = client.ApiException
         self._resources = {}
 
     # -- plumbing -----------------------------------------------------------
@@ -134,6 +137,18 @@ class KubeClient:
         result = self._call("list %s" % kind, res.get, namespace=namespace,
                             label_selector=label_selector, field_selector=field_selector)
         return list(result.to_dict().get("items", []))
+
+    def log(self, name, namespace, container=None, tail_lines=None):
+        """A pod's log as text; None when the pod is gone or has no log yet (it has not started)."""
+        kwargs = {"container": container} if container else {}
+        if tail_lines:
+            kwargs["tail_lines"] = tail_lines
+        try:
+            return self._core.read_namespaced_pod_log(name, namespace, **kwargs)
+        except self._api_exception as exc:
+            if exc.status in (400, 404):  # 400: the container is still waiting to start
+                return None
+            raise ToolError("read the log of pod %s/%s failed: %s %s" % (namespace, name, exc.status, exc.reason))
 
     # -- writes -------------------------------------------------------------
     def apply(self, obj, dry_run=False, force=True):

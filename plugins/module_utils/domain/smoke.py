@@ -512,7 +512,7 @@ def _first_line(lines):
     return next((v.strip() for v in lines if v.strip()), "")
 
 
-def _result(passed, reason, evidence):
+def check_result(passed, reason, evidence):
     return {"passed": bool(passed), "reason": reason, "evidence": [e for e in evidence if e]}
 
 
@@ -536,14 +536,14 @@ def check_nvidia_smi(log):
         names = sorted({r.group("name") for r in rows})
         match = header[1]
         cuda = ", CUDA %s" % match.group("cuda") if match.group("cuda") else ""
-        return _result(True, "nvidia-smi saw %d GPU(s) (%s), driver %s%s"
+        return check_result(True, "nvidia-smi saw %d GPU(s) (%s), driver %s%s"
                        % (len(rows), ", ".join(names), match.group("driver"), cuda), [header[0], row_lines])
     if not first:
-        return _result(False, "the log is empty: nvidia-smi printed nothing (the container may not have started)", [])
+        return check_result(False, "the log is empty: nvidia-smi printed nothing (the container may not have started)", [])
     if header:
-        return _result(False, "nvidia-smi printed its header (driver %s) but no GPU row: the pod got no GPU; "
+        return check_result(False, "nvidia-smi printed its header (driver %s) but no GPU row: the pod got no GPU; "
                        "first line of the log: %r" % (header[1].group("driver"), first), [header[0]])
-    return _result(False, "nvidia-smi did not print its GPU table; first line of the log: %r" % first, [first])
+    return check_result(False, "nvidia-smi did not print its GPU table; first line of the log: %r" % first, [first])
 
 
 def _describe_transports(vias, limit=6):
@@ -625,10 +625,10 @@ def check_nccl(log, min_busbw_gbps):
         evidence.append(bounds[1])
 
     if problems:
-        return _result(False, "; ".join(problems), evidence)
+        return check_result(False, "; ".join(problems), evidence)
     peak = max(rows, key=lambda r: float(r.group("busbw"))) if rows else None
     peak_note = " (peak %s GB/s at %s bytes)" % (peak.group("busbw"), peak.group("size")) if peak else ""
-    return _result(True, "%s; average bus bandwidth %g GB/s >= %g GB/s%s" % (gdr_note, value, threshold, peak_note),
+    return check_result(True, "%s; average bus bandwidth %g GB/s >= %g GB/s%s" % (gdr_note, value, threshold, peak_note),
                    [gdr_lines[0], avg[1]])
 
 
@@ -683,28 +683,28 @@ def check_gang(start_times, window_seconds, replicas=None):
     evidence = ["%s started %s" % (n, t.isoformat()) for n, t in sorted(started, key=lambda p: p[1])]
     evidence += ["%s did not start" % n for n in missing]
     if expected == 0:
-        return _result(False, "no gang pods were found, so nothing was checked", [])
+        return check_result(False, "no gang pods were found, so nothing was checked", [])
     if not started:
-        return _result(False, "none of the %d gang pods started: not enough free GPUs for the whole gang, or the "
+        return check_result(False, "none of the %d gang pods started: not enough free GPUs for the whole gang, or the "
                        "scheduler or its queue is missing" % expected, evidence)
     if len(started) < expected:
-        return _result(False, "only %d of %d gang pods started (not started: %s): the scheduler placed part of "
+        return check_result(False, "only %d of %d gang pods started (not started: %s): the scheduler placed part of "
                        "the gang, which gang scheduling must never do" % (len(started), expected, ", ".join(missing)),
                        evidence)
     if len(started) > expected:
-        return _result(False, "%d pods started but the gang has %d" % (len(started), expected), evidence)
+        return check_result(False, "%d pods started but the gang has %d" % (len(started), expected), evidence)
     first = min(started, key=lambda p: p[1])
     last = max(started, key=lambda p: p[1])
     spread = (last[1] - first[1]).total_seconds()
     if spread > window:
-        return _result(False, "the gang's pods started %g s apart (%s first, %s last), more than the %g s window: "
+        return check_result(False, "the gang's pods started %g s apart (%s first, %s last), more than the %g s window: "
                        "they were not scheduled together" % (spread, first[0], last[0], window),
                        [evidence[0], evidence[-1]])
-    return _result(True, "all %d gang pods started within %g s of each other (window %g s)"
+    return check_result(True, "all %d gang pods started within %g s of each other (window %g s)"
                    % (expected, spread, window), evidence)
 
 
-def _count(value):
+def allocatable_count(value):
     """An allocatable count (int or integer string such as "8"), or None when it is not one."""
     if isinstance(value, bool):
         return None
@@ -748,7 +748,7 @@ def check_allocatable(expected, actual):
                 differ.append("%s: %s expected %d, but the node was not found" % (node, resource, want))
                 continue
             raw = have[node].get(resource)
-            got = _count(raw)
+            got = allocatable_count(raw)
             if got == want:
                 matched.append("%s: %s %d as expected" % (node, resource, want))
             elif raw is None:
@@ -757,11 +757,11 @@ def check_allocatable(expected, actual):
                 differ.append("%s: %s expected %d, advertises %s" % (node, resource, want, raw))
     total = len(matched) + len(differ)
     if total == 0:
-        return _result(False, "no expected allocatable resources were given, so nothing was checked", [])
+        return check_result(False, "no expected allocatable resources were given, so nothing was checked", [])
     if differ:
-        return _result(False, "%d of %d node resources differ from what was expected: %s"
+        return check_result(False, "%d of %d node resources differ from what was expected: %s"
                        % (len(differ), total, "; ".join(differ)), differ)
-    return _result(True, "all %d node resources match: %s" % (total, "; ".join(matched)), matched)
+    return check_result(True, "all %d node resources match: %s" % (total, "; ".join(matched)), matched)
 
 
 # -- summary --------------------------------------------------------------------------------------
