@@ -1,13 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_platform.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the scheduling, monitoring and dra_driver roles; the logic is in module_utils/domain."""
+"""Filters of the scheduling, monitoring, dra_driver and smoke_tests roles; the logic is in module_utils/domain."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import dra, monitoring, scheduling, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (dra, monitoring, scheduling, sharing,
+                                                                               smoke, validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 
@@ -72,11 +73,35 @@ def namespace_objects(names, labels=None):
         raise AnsibleFilterError(exc.msg)
 
 
+def smoke_tests_plan(settings, sharing_pools=None):
+    """The smoke tests of the chosen layers (``domain.smoke.plan``), with the gpu_sharing pools validated first."""
+    try:
+        pools = [dict(p.to_dict(), resource_name=p.resource_name) for p in sharing.validate_pools(sharing_pools or [])]
+        return smoke.plan(dict(settings, sharing_pools=pools))
+    except ParamError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+def smoke_tests_collect(loop_results):
+    """Verdicts and errors from a loop of smoke_test tasks (``domain.smoke.collect``)."""
+    return smoke.collect(loop_results)
+
+
+def smoke_tests_summary(results):
+    """One line per layer and the verdict (``domain.smoke.summary``)."""
+    try:
+        return smoke.summary(results)
+    except ParamError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
 class FilterModule:
-    """Scheduling and monitoring filters."""
+    """Scheduling, monitoring, DRA and smoke-test filters."""
 
     def filters(self):
         return {"scheduling_plan": scheduling_plan, "monitoring_objects": monitoring_objects,
                 "namespace_objects": namespace_objects, "dra_driver_values": dra_driver_values,
                 "dra_driver_check": dra_driver_check, "dra_driver_gpu_operator_values": dra_driver_gpu_operator_values,
-                "dra_driver_node_labels": dra_driver_node_labels, "node_label_objects": node_label_objects}
+                "dra_driver_node_labels": dra_driver_node_labels, "node_label_objects": node_label_objects,
+                "smoke_tests_plan": smoke_tests_plan, "smoke_tests_summary": smoke_tests_summary,
+                "smoke_tests_collect": smoke_tests_collect}

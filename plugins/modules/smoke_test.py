@@ -67,6 +67,11 @@ options:
   resources:
     description: V(cuda) only. The extended resources the pod asks for, for example C({nvidia.com/mig-1g.10gb: 1}).
     type: dict
+  suffix:
+    description:
+      - V(cuda) only. Names the pod C(gpu-platform-smoke-cuda-<suffix>), so the tests of several sharing pools do not
+        share a name (in a GitOps bundle, or when one is kept with O(cleanup=false)).
+    type: str
   device_class:
     description: V(dra) only. The DeviceClass of the claim.
     type: str
@@ -111,8 +116,10 @@ options:
     type: float
     default: 10
   node_selector:
-    description: V(allocatable) only. A label selector for the nodes to check, for example C(nodepool=shared).
-    type: str
+    description:
+      - V(allocatable) checks the nodes with these labels (all nodes when unset).
+      - V(cuda) runs its pod on a node with these labels, for example the nodes of one sharing pool.
+    type: dict
   expected_per_gpu:
     description:
       - V(allocatable) only. Resources each physical GPU should give, for example C({nvidia.com/gpu: 4}) for 4
@@ -150,17 +157,18 @@ EXAMPLES = r"""
     check: cuda
     image: nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04
 
-- name: A MIG instance runs nvidia-smi
+- name: A MIG instance on the MIG pool runs nvidia-smi
   gpu_platform.cluster.smoke_test:
     check: cuda
     layer: gpu_sharing
     image: nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04
     resources: {nvidia.com/mig-1g.10gb: 1}
+    node_selector: {nodepool: mig}
 
 - name: Time-sliced nodes advertise 4 GPUs per physical GPU
   gpu_platform.cluster.smoke_test:
     check: allocatable
-    node_selector: nodepool=shared
+    node_selector: {nodepool: shared}
     expected_per_gpu: {nvidia.com/gpu: 4}
     timeout: 120
 
@@ -249,6 +257,7 @@ ARGUMENT_SPEC = shared.combine(
     namespace={"type": "str", "default": "gpu-platform-smoke"},
     image={"type": "str"},
     resources={"type": "dict"},
+    suffix={"type": "str"},
     device_class={"type": "str", "default": "gpu.nvidia.com"},
     scheduler={"type": "str", "choices": ["volcano", "kai"], "default": "volcano"},
     replicas={"type": "int", "default": 2},
@@ -259,7 +268,7 @@ ARGUMENT_SPEC = shared.combine(
     rdma_resource={"type": "dict"},
     network={"type": "raw"},
     min_busbw_gbps={"type": "float", "default": 10},
-    node_selector={"type": "str"},
+    node_selector={"type": "dict"},
     expected_per_gpu={"type": "dict"},
     expected_allocatable={"type": "dict"},
     timeout={"type": "int", "default": 300},

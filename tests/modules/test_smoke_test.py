@@ -147,6 +147,19 @@ def test_mig_resource_pod_gets_its_own_name_and_layer(cluster):
     assert result["smoke"]["object"] == "pod-gpu-platform-smoke-gpu-platform-smoke-cuda-mig-1g.10gb"
 
 
+def test_pool_pod_runs_on_the_pools_nodes_and_leaves_another_pools_pod_alone(cluster):
+    api = cluster({"cuda": Outcome("Succeeded", NVIDIA_SMI)})
+    failed, result = module(api, check="cuda", image=CUDA_IMAGE, suffix="mig", cleanup=False,
+                            node_selector={"nodepool": "mig"}, resources={"nvidia.com/gpu": 1})
+    assert not failed, result
+    kept = api.store.get("v1", "Pod", "gpu-platform-smoke-cuda-mig", NS)
+    assert kept["spec"]["nodeSelector"] == {"nodepool": "mig"}
+    failed, result = module(api, check="cuda", image=CUDA_IMAGE, suffix="shared", node_selector={"nodepool": "shared"})
+    assert not failed and result["smoke"]["object"] == "pod-gpu-platform-smoke-gpu-platform-smoke-cuda-shared"
+    assert result["smoke"]["removed"] == ["pod-gpu-platform-smoke-gpu-platform-smoke-cuda-shared"]
+    assert api.store.get("v1", "Pod", "gpu-platform-smoke-cuda-mig", NS)["metadata"]["uid"] == kept["metadata"]["uid"]
+
+
 # ---------------------------------------------------------------- dra
 
 def test_dra_claim_pod_passes_and_removes_its_claim_template(cluster):
@@ -261,7 +274,7 @@ def test_allocatable_passes_when_each_gpu_gives_its_replicas(cluster):
     api.store.create(shared_node("gpu-b", 4, 16))
     api.store.create(shared_node("gpu-c", 8, 8, pool="whole"))
     api.clear_log()
-    failed, result = module(api, check="allocatable", node_selector="nodepool=shared",
+    failed, result = module(api, check="allocatable", node_selector={"nodepool": "shared"},
                             expected_per_gpu={"nvidia.com/gpu": "4"})
     assert not failed, result
     assert result["smoke"]["layer"] == "gpu_sharing" and result["smoke"]["passed"]
@@ -275,7 +288,7 @@ def test_allocatable_waits_then_names_the_node_that_differs(cluster):
     api.store.create(shared_node("gpu-a", 8, 8))
     started = api.clock.time()
     with pytest.raises(workflow.SmokeFailed) as caught:
-        workflow_run(api, check="allocatable", node_selector="nodepool=shared",
+        workflow_run(api, check="allocatable", node_selector={"nodepool": "shared"},
                      expected_per_gpu={"nvidia.com/gpu": 4}, timeout=20)
     assert api.clock.time() - started >= 20
     assert "after 20s" in caught.value.msg and "gpu-a: nvidia.com/gpu expected 32, advertises 8" in caught.value.msg
@@ -287,7 +300,7 @@ def test_allocatable_without_the_gpu_count_label_says_gfd_has_not_run(cluster):
     del node["metadata"]["labels"]["nvidia.com/gpu.count"]
     api.store.create(node)
     with pytest.raises(workflow.SmokeFailed) as caught:
-        workflow_run(api, check="allocatable", node_selector="nodepool=shared",
+        workflow_run(api, check="allocatable", node_selector={"nodepool": "shared"},
                      expected_per_gpu={"nvidia.com/gpu": 4}, timeout=10)
     assert "no nvidia.com/gpu.count label on gpu-a" in caught.value.msg
 
@@ -296,7 +309,7 @@ def test_allocatable_in_check_mode_reads_once_and_does_not_wait(cluster):
     api = cluster({})
     api.store.create(shared_node("gpu-a", 8, 8))
     started = api.clock.time()
-    result = workflow_run(api, check_mode=True, check="allocatable", node_selector="nodepool=shared",
+    result = workflow_run(api, check_mode=True, check="allocatable", node_selector={"nodepool": "shared"},
                           expected_per_gpu={"nvidia.com/gpu": 4}, timeout=600)
     assert api.clock.time() == started
     assert result["smoke"]["passed"] is None
@@ -404,6 +417,10 @@ def test_render_of_allocatable_writes_nothing(tmp_path):
     ({"check": "allocatable", "expected_allocatable": {"gpu-a": {"nvidia.com/gpu": "many"}}},
      "expected_allocatable", "not a count"),
     ({"check": "cuda", "image": CUDA_IMAGE, "timeout": 0}, "timeout", "seconds"),
+    ({"check": "cuda", "image": CUDA_IMAGE, "node_selector": {"nodepool": True}}, "node_selector", "not a string"),
+    ({"check": "cuda", "image": CUDA_IMAGE, "suffix": "Pool A"}, "suffix", ""),
+    ({"check": "allocatable", "expected_per_gpu": {"nvidia.com/gpu": 4}, "node_selector": {"bad key!": "x"}},
+     "node_selector", "label"),
 ])
 def test_bad_inputs_name_the_option_and_touch_nothing(cluster, params, field, words):
     api = cluster({"cuda": Outcome("Succeeded", NVIDIA_SMI)})

@@ -8,7 +8,7 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROLES = sorted(d for d in os.listdir(os.path.join(ROOT, "roles")) if os.path.isdir(os.path.join(ROOT, "roles", d)))
-TYPES = {"str": str, "bool": bool, "int": int, "dict": dict, "list": list}
+TYPES = {"str": str, "bool": bool, "int": int, "float": (int, float), "dict": dict, "list": list}
 
 
 def load(role, *parts):
@@ -34,7 +34,8 @@ def test_specs_and_defaults_agree(role):
         if not (isinstance(value, str) and "{{" in value):
             assert isinstance(value, TYPES[spec["type"]]), "%s: default %r is not a %s" % (name, value, spec["type"])
         if "choices" in spec and not (isinstance(value, str) and "{{" in value):
-            assert value in spec["choices"], name
+            chosen = value if spec["type"] == "list" else [value]
+            assert all(v in spec["choices"] for v in chosen), name
 
 
 def test_role_readmes_are_generated_from_the_specs():

@@ -108,6 +108,7 @@ VOLCANO = "volcano"
 KAI = "kai"
 SCHEDULERS = (VOLCANO, KAI)
 VOLCANO_JOB_API = "batch.volcano.sh/v1alpha1"
+VOLCANO_DEFAULT_QUEUE = "default"  # Volcano creates it
 KAI_SCHEDULER_NAME = "kai-scheduler"
 KAI_PODGROUP_API = "scheduling.run.ai/v2alpha2"
 KAI_QUEUE_LABEL = "kai.scheduler/queue"
@@ -127,6 +128,8 @@ FIELDS = {
     "image": "smoke_tests_image",
     "nccl_image": "smoke_tests_nccl_image",
     "resources": "smoke_tests_cuda_resources",
+    "node_selector": "node_selector",
+    "suffix": "suffix",
     "device_class": "smoke_tests_dra_device_class",
     "scheduler": "smoke_tests_scheduler",
     "replicas": "smoke_tests_gang_replicas",
@@ -271,18 +274,26 @@ def _resource_suffix(resources):
     return re.sub(r"[^a-z0-9.-]+", "-", name).strip("-.") or None
 
 
-def cuda_pod(namespace, image, resources=None):
+def _node_selector(value):
+    return validate.labels(FIELDS["node_selector"], value) or None
+
+
+def cuda_pod(namespace, image, resources=None, node_selector=None, suffix=None):
     """A Pod that runs ``nvidia-smi`` with ``resources`` (default one ``nvidia.com/gpu``) and then ends.
 
     Check its log with ``check_nvidia_smi``. A resource other than one whole GPU (a MIG profile, a
-    time-sliced ``.shared`` GPU) gives the pod its own name, e.g. ``gpu-platform-smoke-cuda-mig-1g.10gb``.
+    time-sliced ``.shared`` GPU) gives the pod its own name, e.g. ``gpu-platform-smoke-cuda-mig-1g.10gb``;
+    ``suffix`` (a sharing pool's name) names it instead. ``node_selector`` pins it to those nodes.
     """
     validate.dns_label(FIELDS["namespace"], namespace)
     image = validate.pinned_image(FIELDS["image"], image)
     limits = _resources(FIELDS["resources"], {GPU_RESOURCE: 1} if resources is None else resources)
-    return {
+    selector = _node_selector(node_selector)
+    if suffix is not None:
+        validate.dns_label(FIELDS["suffix"], suffix, max_len=63 - len(_name(CUDA, "")))
+    pod = {
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": _meta(_name(CUDA, _resource_suffix(limits)), namespace, CUDA),
+        "metadata": _meta(_name(CUDA, suffix or _resource_suffix(limits)), namespace, CUDA),
         "spec": {
             "restartPolicy": "Never",
             "tolerations": [dict(GPU_TOLERATION)],
@@ -290,6 +301,9 @@ def cuda_pod(namespace, image, resources=None):
                             "resources": {"limits": limits}}],
         },
     }
+    if selector:
+        pod["spec"]["nodeSelector"] = selector
+    return pod
 
 
 def dra_claim_pod(namespace, image, device_class=DEFAULT_DEVICE_CLASS):
@@ -773,6 +787,26 @@ def _evidence_line(evidence):
     return text[:300] if text else "(no log line)"
 
 
+def collect(loop_results):
+    """Verdicts from the results of a loop over ``plan`` items (``register`` of a smoke_test task), in plan order.
+
+    A skipped loop item stands for a test that could not run here (its plan item carries the reason);
+    a result without ``smoke`` is an error (bad input, missing CRD) and goes to ``errors`` with its message.
+    Returns ``{"results", "errors"}``.
+    """
+    results, errors = [], []
+    for entry in loop_results or []:
+        item = entry.get("item") or {}
+        if entry.get("smoke"):
+            results.append(entry["smoke"])
+        elif item.get("skipped_reason"):
+            results.append({"layer": item.get("layer"), "check": item.get("check"), "object": None, "passed": None,
+                            "reason": "", "evidence": [], "skipped_reason": item["skipped_reason"]})
+        else:
+            errors.append("%s %s: %s" % (item.get("layer"), item.get("check"), entry.get("msg") or "no result"))
+    return {"results": results, "errors": errors}
+
+
 def summary(results):
     """One line per layer (in the order the layers first appear) and the overall verdict.
 
@@ -809,3 +843,119 @@ def summary(results):
         else:
             lines.append("%s: SKIPPED - %s" % (layer, "; ".join(str(i["skipped_reason"]) for i in skipped)))
     return {"lines": lines, "passed": any_passed and not any_failed}
+
+
+# -- the plan of a platform's smoke tests -----------------------------------------------------------
+
+LAYERS = ("gpu_operator", "gpu_sharing", "dra_driver", "scheduling", "network_operator")
+RDMA_MODES = {"rdma_shared": "rdma/shared_ib", "sriov": "rdma/ib"}
+PLAN_FIELDS = {"layers": "smoke_tests_layers", "timeout": "smoke_tests_timeout",
+               "nccl_timeout": "smoke_tests_nccl_timeout"}
+
+
+def _item(layer, check, params=None, skipped_reason=None):
+    return {"layer": layer, "check": check, "params": dict(params or {}), "skipped_reason": skipped_reason}
+
+
+def _sharing_items(pools, common, image):
+    """Per pool: an allocatable check (time-slicing) and a pod on the pool's shared resource."""
+    items = []
+    for pool in pools:
+        selector = dict(pool["node_selector"])
+        if pool["sharing"] == "time-slicing":
+            items.append(_item("gpu_sharing", "allocatable", dict(
+                common, node_selector=selector, expected_per_gpu={pool["resource_name"]: pool["replicas"]})))
+            resources = {pool["resource_name"]: 1}
+        elif pool["sharing"] == "mig":
+            profile = pool["mig_profile"][len("all-"):] if pool["mig_profile"].startswith("all-") else None
+            if pool["mig_strategy"] == "mixed" and profile is None:
+                items.append(_item("gpu_sharing", "cuda", skipped_reason="pool %s: the mixed layout %s has no "
+                                   "single MIG resource to ask for" % (pool["name"], pool["mig_profile"])))
+                continue
+            resources = {GPU_RESOURCE: 1} if pool["mig_strategy"] == "single" else {"nvidia.com/mig-" + profile: 1}
+        else:
+            continue
+        cuda_pod(common["namespace"], image, resources, selector, pool["name"])  # validates
+        items.append(_item("gpu_sharing", CUDA, dict(common, image=image, resources=resources,
+                                                      node_selector=selector, suffix=pool["name"])))
+    return items
+
+
+def plan(settings):
+    """The smoke tests of the chosen layers, as ``[{layer, check, params, skipped_reason}]``.
+
+    ``settings`` (the smoke_tests role's variables, gathered by its vars): ``layers``, ``namespace``,
+    ``image``, ``nccl_image``, ``timeout``, ``nccl_timeout``, ``cuda_resources``, ``sharing_pools``
+    (validated pools as dicts: name, node_selector, sharing, replicas, resource_name, mig_profile,
+    mig_strategy), ``dra_enabled``, ``device_class``, ``scheduler`` (volcano, kai or none), ``queue``,
+    ``kai_queue`` (a team queue, used when ``queue`` is empty under KAI), ``replicas``, ``window``,
+    ``network_mode``, ``rdma_resource`` (None: the mode's default), ``network``, ``nodes``,
+    ``gpus_per_node``, ``min_busbw``. ``params`` are the smoke_test module's options. Every object is
+    built here once, so a bad value fails before anything runs, naming the role variable.
+    """
+    layers = settings.get("layers")
+    if not isinstance(layers, (list, tuple)) or any(layer not in LAYERS for layer in layers):
+        raise ParamError(PLAN_FIELDS["layers"], "%r is not a list of layers" % (layers,),
+                         "use some of: %s" % ", ".join(LAYERS))
+    namespace = settings.get("namespace")
+    validate.dns_label(FIELDS["namespace"], namespace)
+    timeout = _positive_int(PLAN_FIELDS["timeout"], settings.get("timeout"), example="300")
+    common = {"namespace": namespace, "timeout": timeout}
+    image = settings.get("image")
+    items = []
+    if "gpu_operator" in layers:
+        cuda_pod(namespace, image, settings.get("cuda_resources"))
+        items.append(_item("gpu_operator", CUDA, dict(common, image=image, resources=settings.get("cuda_resources"))))
+    if "gpu_sharing" in layers:
+        items += _sharing_items(settings.get("sharing_pools") or [], common, image)
+    if "dra_driver" in layers:
+        if settings.get("dra_enabled"):
+            device_class = settings.get("device_class") or DEFAULT_DEVICE_CLASS
+            dra_claim_pod(namespace, image, device_class)
+            items.append(_item("dra_driver", DRA, dict(common, image=image, device_class=device_class)))
+        else:
+            items.append(_item("dra_driver", DRA, skipped_reason="the DRA driver is not enabled (dra_driver_enabled)"))
+    if "scheduling" in layers:
+        items.append(_gang_item(settings, common, image))
+    if "network_operator" in layers:
+        items.append(_nccl_item(settings, common))
+    return items
+
+
+def _gang_item(settings, common, image):
+    scheduler = settings.get("scheduler") or "none"
+    if scheduler == "none":
+        return _item("scheduling", GANG, skipped_reason="no gang scheduler is installed (scheduling_scheduler: none)")
+    queue = settings.get("queue") or (VOLCANO_DEFAULT_QUEUE if scheduler == VOLCANO else settings.get("kai_queue"))
+    if not queue:
+        raise ParamError(FIELDS["queue"], "is empty and there is no team queue to use under KAI Scheduler",
+                         "name a KAI leaf queue (one with a parent), or give scheduling_teams")
+    replicas = settings.get("replicas")
+    positive_number(FIELDS["window"], settings.get("window"), example="30")
+    gang_job(scheduler, common["namespace"], image, replicas, queue)
+    return _item("scheduling", GANG, dict(common, image=image, scheduler=scheduler, queue=queue, replicas=replicas,
+                                          window_seconds=settings.get("window")))
+
+
+def _nccl_item(settings, common):
+    mode = settings.get("network_mode") or "none"
+    if mode not in RDMA_MODES:
+        return _item("network_operator", NCCL, skipped_reason="network_operator_mode is %s: no RDMA device in pods, "
+                     "so GPUDirect RDMA cannot show" % mode)
+    if (settings.get("scheduler") or "none") != VOLCANO:
+        return _item("network_operator", NCCL, skipped_reason="the nccl-tests job is a Volcano Job and the gang "
+                     "scheduler is %s" % (settings.get("scheduler") or "none"))
+    image = settings.get("nccl_image")
+    if not image:
+        return _item("network_operator", NCCL, skipped_reason="%s is not set (an image with nccl-tests, mpirun and "
+                     "sshd)" % FIELDS["nccl_image"])
+    rdma = settings.get("rdma_resource")
+    rdma = {RDMA_MODES[mode]: 1} if rdma is None else rdma
+    timeout = _positive_int(PLAN_FIELDS["nccl_timeout"], settings.get("nccl_timeout"), example="900")
+    positive_number(FIELDS["min_busbw"], settings.get("min_busbw"), example="40")
+    nccl_job(common["namespace"], image, settings.get("nodes"), settings.get("gpus_per_node"), rdma,
+             settings.get("network"), settings.get("queue") or VOLCANO_DEFAULT_QUEUE)
+    return _item("network_operator", NCCL, dict(
+        common, timeout=timeout, image=image, nodes=settings.get("nodes"), gpus_per_node=settings.get("gpus_per_node"),
+        rdma_resource=rdma, network=settings.get("network"), queue=settings.get("queue") or VOLCANO_DEFAULT_QUEUE,
+        min_busbw_gbps=settings.get("min_busbw")))

@@ -22,7 +22,7 @@ The result is ``{layer, check, object, passed, reason, evidence, skipped_reason}
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import WaitTimeout, wait_for
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops, smoke
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops, smoke, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import manifests
 
@@ -49,7 +49,8 @@ OPTION_NAMES = {smoke.FIELDS[key]: option for key, option in (
     ("namespace", "namespace"), ("image", "image"), ("nccl_image", "image"), ("resources", "resources"),
     ("device_class", "device_class"), ("scheduler", "scheduler"), ("replicas", "replicas"), ("queue", "queue"),
     ("window", "window_seconds"), ("nodes", "nodes"), ("gpus_per_node", "gpus_per_node"),
-    ("rdma_resource", "rdma_resource"), ("network", "network"), ("min_busbw", "min_busbw_gbps"))}
+    ("rdma_resource", "rdma_resource"), ("network", "network"), ("min_busbw", "min_busbw_gbps"),
+    ("node_selector", "node_selector"), ("suffix", "suffix"))}
 
 
 def _objects(params):
@@ -61,7 +62,8 @@ def _objects(params):
         raise ParamError("image", "is required for the %s check" % check,
                          "give a pinned image (a tag other than latest, or a digest)")
     if check == smoke.CUDA:
-        return [smoke.cuda_pod(namespace, image, params.get("resources"))]
+        return [smoke.cuda_pod(namespace, image, params.get("resources"), params.get("node_selector"),
+                               params.get("suffix"))]
     if check == smoke.DRA:
         return smoke.dra_claim_pod(namespace, image, params.get("device_class") or smoke.DEFAULT_DEVICE_CLASS)
     if check == smoke.GANG:
@@ -122,8 +124,18 @@ def pod_state(pod):
     return text + (" - " + "; ".join(w.strip() for w in why) if why else "")
 
 
-def _pods(kube, namespace, selector):
-    return sorted(kube.list("v1", "Pod", namespace, label_selector=selector),
+def _base_name(objects):
+    """The test's own name: its Pod's or Job's (Volcano names pods ``<job>-<task>-<index>``, KAI members
+    ``<group>-<index>``)."""
+    return next(o for o in objects if o["kind"] in ("Pod", "Job", "PodGroup"))["metadata"]["name"]
+
+
+def _pods(kube, params, objects, task=None):
+    """This test's pods: the check's label, and a name that is the test's or starts with it (another test of
+    the same check, such as another pool's nvidia-smi pod, is left alone)."""
+    base = _base_name(objects)
+    pods = kube.list("v1", "Pod", params["namespace"], label_selector=_selector(params["check"], task))
+    return sorted((p for p in pods if p["metadata"]["name"] == base or p["metadata"]["name"].startswith(base + "-")),
                   key=lambda p: p["metadata"]["name"])
 
 
@@ -131,12 +143,12 @@ def _phase(pod):
     return (pod.get("status") or {}).get("phase") or "Pending"
 
 
-def _wait_pods(kube, namespace, selector, count, phases, timeout, clock, interval):
-    """Wait until ``count`` pods match and all are in ``phases``; returns (pods, timed_out)."""
+def _wait_pods(fetch, count, phases, timeout, clock, interval):
+    """Wait until ``count`` pods are there and all are in ``phases``; returns (pods, timed_out)."""
     def ready(pods):
         return len(pods) >= count and all(_phase(p) in phases for p in pods)
     try:
-        return wait_for(lambda: _pods(kube, namespace, selector), ready, timeout, clock, interval), False
+        return wait_for(fetch, ready, timeout, clock, interval), False
     except WaitTimeout as exc:
         return exc.details.get("last") or [], True
 
@@ -156,9 +168,9 @@ def _log(kube, pod):
 
 # -- the checks -----------------------------------------------------------------------------------
 
-def _one_pod(kube, params, objects, judge, selector, clock, interval):
-    namespace, timeout = params["namespace"], params["timeout"]
-    pods, timed_out = _wait_pods(kube, namespace, selector, 1, FINISHED, timeout, clock, interval)
+def _one_pod(kube, params, objects, judge, task, clock, interval):
+    timeout = params["timeout"]
+    pods, timed_out = _wait_pods(lambda: _pods(kube, params, objects, task), 1, FINISHED, timeout, clock, interval)
     if timed_out:
         reason, states = _held(pods, 1, timeout, "the pod")
         return _result(params, objects, False, reason, states)
@@ -173,24 +185,21 @@ def _one_pod(kube, params, objects, judge, selector, clock, interval):
 
 
 def _cuda(kube, params, objects, clock, interval):
-    pod = next(o for o in objects if o["kind"] == "Pod")
-    return _one_pod(kube, params, objects, smoke.check_nvidia_smi,
-                    "%s=%s" % (smoke.SMOKE_LABEL, pod["metadata"]["labels"][smoke.SMOKE_LABEL]), clock, interval)
+    return _one_pod(kube, params, objects, smoke.check_nvidia_smi, None, clock, interval)
 
 
 def _nccl(kube, params, objects, clock, interval):
     minimum = params.get("min_busbw_gbps")
-    return _one_pod(kube, params, objects, lambda log: smoke.check_nccl(log, minimum),
-                    _selector(smoke.NCCL, smoke.NCCL_LAUNCHER_TASK), clock, interval)
+    return _one_pod(kube, params, objects, lambda log: smoke.check_nccl(log, minimum), smoke.NCCL_LAUNCHER_TASK,
+                    clock, interval)
 
 
 def _gang(kube, params, objects, clock, interval):
     """Every member must start (print its marker) and all within the window."""
-    namespace, timeout, replicas = params["namespace"], params["timeout"], params["replicas"]
-    selector = _selector(smoke.GANG)
+    timeout, replicas = params["timeout"], params["replicas"]
 
     def fetch():
-        pods = _pods(kube, namespace, selector)
+        pods = _pods(kube, params, objects)
         started = {}
         for pod in pods:
             if _phase(pod) in STARTED:
@@ -251,6 +260,12 @@ def allocatable_verdict(nodes, expected=None, per_gpu=None, selector=None):
     return smoke.check_allocatable(wanted, nodes)
 
 
+def label_selector(labels):
+    """``{a: b, c: d}`` -> ``"a=b,c=d"`` (None for no labels: every node)."""
+    checked = validate.labels("node_selector", labels)
+    return ",".join("%s=%s" % pair for pair in sorted(checked.items())) or None
+
+
 def allocatable_inputs(params):
     """(expected, per_gpu) from the parameters, refused before anything is read when neither is usable."""
     expected, per_gpu = params.get("expected_allocatable"), params.get("expected_per_gpu")
@@ -266,7 +281,7 @@ def allocatable_inputs(params):
 def _allocatable(kube, params, check_mode, clock, interval):
     """Poll the nodes until they advertise what is expected, or the time-out ends; read only."""
     expected, per_gpu = allocatable_inputs(params)
-    selector = params.get("node_selector") or None
+    selector = label_selector(params.get("node_selector"))
 
     def fetch():
         return allocatable_verdict(kube.list("v1", "Node", label_selector=selector), expected, per_gpu, selector)
@@ -288,25 +303,24 @@ RUNNERS = {smoke.CUDA: _cuda, smoke.DRA: _cuda, smoke.GANG: _gang, smoke.NCCL: _
 # -- objects on and off the cluster ---------------------------------------------------------------
 
 def remove(kube, params, objects, wait=False, clock=None, interval=2.0):
-    """Delete the check's objects (reverse order) and any pod carrying its label; returns what was deleted."""
+    """Delete the test's objects (reverse order) and any pod of it left; returns what was deleted."""
     removed = []
     for obj in reversed(objects):
         meta = obj["metadata"]
         if kube.delete(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")):
             removed.append(gitops.file_name(obj)[:-len(".yaml")])
-    selector = _selector(params["check"])
-    for pod in _pods(kube, params["namespace"], selector):
-        if kube.delete("v1", "Pod", pod["metadata"]["name"], params["namespace"]):
-            removed.append("pod-%s-%s" % (params["namespace"], pod["metadata"]["name"]))
+    namespace = params["namespace"]
+    for pod in _pods(kube, params, objects):
+        if kube.delete("v1", "Pod", pod["metadata"]["name"], namespace):
+            removed.append("pod-%s-%s" % (namespace, pod["metadata"]["name"]))
     if wait:
         try:
-            wait_for(lambda: _pods(kube, params["namespace"], selector), lambda pods: not pods,
-                     min(GONE_TIMEOUT, params["timeout"]), clock, interval,
-                     describe=lambda pods: "pods of an earlier smoke run are still terminating: %s"
+            wait_for(lambda: _pods(kube, params, objects), lambda pods: not pods, min(GONE_TIMEOUT, params["timeout"]),
+                     clock, interval, describe=lambda pods: "pods of an earlier smoke run are still terminating: %s"
                      % ", ".join(p["metadata"]["name"] for p in pods))
         except WaitTimeout as exc:
-            raise ToolError(exc.msg + ". Fix: delete them (kubectl delete pod -l %s -n %s) and run again"
-                            % (selector, params["namespace"]))
+            raise ToolError(exc.msg + ". Fix: delete them (kubectl delete pod -n %s %s) and run again"
+                            % (namespace, " ".join(p["metadata"]["name"] for p in exc.details.get("last") or [])))
     return sorted(set(removed))
 
 
@@ -384,6 +398,7 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):
     objects = build(params)
     if params["check"] == ALLOCATABLE:
         allocatable_inputs(params)
+        label_selector(params.get("node_selector"))
     if params.get("render_to"):
         if params["check"] == ALLOCATABLE:
             result = {"changed": False}
