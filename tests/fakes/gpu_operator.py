@@ -1,4 +1,4 @@
-"""A simulated NVIDIA GPU Operator and CUDA pods, for end-to-end tests of the GPU Operator layer.
+"""A simulated NVIDIA GPU Operator, for end-to-end tests of the GPU Operator layer.
 
 ``SimulatedGpuOperator`` plays the operator's reconcile loop: for a ClusterPolicy it creates
 the operand DaemonSets of the enabled components in the operator's namespace (owned by the
@@ -7,14 +7,13 @@ ClusterPolicy's ``status.state`` to ``ready`` when every operand DaemonSet is re
 ``notReady``. Operands named in ``never_ready`` carry the fake's never-ready label, so their
 DaemonSet never becomes ready (a driver that does not build, say).
 
-``SimulatedCudaPods`` stands in for a GPU node's kubelet running a CUDA image: a Pod that
-asks for ``nvidia.com/gpu`` finishes with ``phase`` and its log is ``log`` (by default an
-``nvidia-smi`` table for two A100s).
+``NVIDIA_SMI`` is what ``nvidia-smi`` prints on one A100; ``tests/fakes/smoke.SmokePods`` gives it to
+the smoke tests' CUDA pods.
 """
 
 import json
 
-from .controllers import NEVER_READY, PHASE, Controller, set_status
+from .controllers import NEVER_READY, Controller, set_status
 
 GPU_NODE_LABEL = "nvidia.com/gpu.present"
 # component key in ClusterPolicy spec -> operand DaemonSet name (names as the real operator uses)
@@ -130,28 +129,6 @@ class SimulatedGpuOperator(Controller):
         state = "ready" if ready else "notReady"
         if (policy.get("status") or {}).get("state") != state:
             set_status(self.store, policy, dict(policy.get("status") or {}, state=state, namespace=self.namespace))
-
-
-class SimulatedCudaPods(Controller):
-    """Pods that request nvidia.com/gpu run to ``phase`` and log ``log``."""
-
-    watches = frozenset({("", "Pod")})
-
-    def __init__(self, log=NVIDIA_SMI, phase="Succeeded"):
-        self.log = log
-        self.phase = phase
-
-    def handle(self, event):
-        if event.type != "ADDED":
-            return
-        pod = event.obj
-        limits = [((c.get("resources") or {}).get("limits") or {}) for c in (pod.get("spec") or {}).get("containers") or []]
-        if not any("nvidia.com/gpu" in lim for lim in limits):
-            return
-        meta = pod["metadata"]
-        self.server.set_pod_log(meta["namespace"], meta["name"], self.log)
-        self.store.patch("v1", "Pod", meta["name"], {"metadata": {"annotations": {PHASE: self.phase}}},
-                         meta["namespace"])
 
 
 class SimulatedDevicePlugin(Controller):

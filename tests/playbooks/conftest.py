@@ -15,12 +15,16 @@ from tests.fakes.chart_repo import ChartRepoServer
 from tests.fakes.clock import FakeClock
 from tests.fakes.controllers import default_controllers
 from tests.fakes.controllers import MigManager
-from tests.fakes.gpu_operator import SimulatedCudaPods, SimulatedDevicePlugin, SimulatedGpuOperator, gpu_node
+from tests.fakes.crds import DEFAULT_CRD_DIR
+from tests.fakes.gpu_operator import NVIDIA_SMI, SimulatedDevicePlugin, SimulatedGpuOperator, gpu_node
+from tests.fakes.nccl_logs import NCCL_IB_LOG
+from tests.fakes.smoke import Outcome, SimulatedVolcanoJobs, SmokePods, gang_marker
 from tests.fakes.network_operator import SimulatedNetworkOperator
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU_OPERATOR_CHART = FIXTURE_CHARTS_DIR / "gpu-operator"
 NETWORK_OPERATOR_CHART = FIXTURE_CHARTS_DIR / "network-operator"
+FIXTURE_CRDS = FIXTURE_CHARTS_DIR.parent / "crds"
 # The scheduling layer's charts, served from the loopback repository (OCI refs in production).
 SCHEDULING_CHARTS = (("volcano", "1.15.1"), ("kueue", "0.19.2"), ("kai-scheduler", "v0.13.0"),
                      ("nvidia-dra-driver-gpu", "25.12.0"))
@@ -85,10 +89,10 @@ class SiteRunner:
         self.group_vars.update(over)
         self.vars_file.write_text(yaml.safe_dump(self.group_vars))
 
-    def run(self, *args, **over):
+    def run(self, *args, playbook=PLAYBOOK, **over):
         if over:
             self.write_vars(**over)
-        command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(self.dir), PLAYBOOK, *args]
+        command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(self.dir), playbook, *args]
         proc = subprocess.run(command, env=self.env, capture_output=True, text=True, cwd=str(ROOT), check=False,
                               timeout=600)
         return PlayResult(proc)
@@ -129,13 +133,16 @@ def gpu_cluster_factory(fake_api_factory, gpu_operator_chart, network_operator_c
     """A fake cluster with two GPU nodes, a simulated GPU Operator and CUDA pods, and a chart repository."""
     repos = []
 
-    def make(never_ready=(), git_version="v1.34.1", cuda_log=None, network_stuck=()):
+    def make(never_ready=(), git_version="v1.34.1", cuda_log=None, network_stuck=(), smoke=None):
+        outcomes = {"cuda": Outcome("Succeeded", NVIDIA_SMI if cuda_log is None else cuda_log),
+                    "dra": Outcome("Succeeded", NVIDIA_SMI), "gang": Outcome("Running", gang_marker(0)),
+                    "nccl/launcher": Outcome("Succeeded", NCCL_IB_LOG), "nccl/worker": Outcome("Running", "")}
+        outcomes.update(smoke or {})
         extra = [SimulatedGpuOperator(never_ready=never_ready),
                  SimulatedNetworkOperator(ready_after=0, stuck=network_stuck),
-                 SimulatedDevicePlugin(), MigManager(delay=0),
-                 SimulatedCudaPods(**({"log": cuda_log} if cuda_log is not None else {}))]
+                 SimulatedDevicePlugin(), MigManager(delay=0), SimulatedVolcanoJobs(), SmokePods(outcomes)]
         api = fake_api_factory(clock=FakeClock(), require_namespaces=True, git_version=git_version,
-                               controllers=extra + default_controllers())
+                               crd_dirs=[DEFAULT_CRD_DIR, FIXTURE_CRDS], controllers=extra + default_controllers())
         for name, pool in (("gpu-node-1", "inference"), ("gpu-node-2", "training")):
             node = gpu_node(name)
             node["metadata"]["labels"].update({"nodepool": pool, "nvidia.com/mig.capable": "true"})
@@ -172,6 +179,8 @@ def direct_site(tmp_path, helm_env, gpu_cluster_factory):
             "gpu_operator_wait_timeout": 4,
             "gpu_operator_wait_interval": 1,
             "gpu_operator_smoke_timeout": 10,
+            "smoke_tests_timeout": 10,
+            "smoke_tests_nccl_timeout": 10,
         })
         return runner, api, repo
 
@@ -187,5 +196,5 @@ def render_site(tmp_path, helm_env):
 
 
 def bundle(out):
-    """The bundle's files, parsed."""
-    return {name: yaml.safe_load((out / name).read_text()) for name in sorted(os.listdir(out))}
+    """The bundle's files, parsed (the smoke/ folder is read on its own: bundle(out / "smoke"))."""
+    return {name: yaml.safe_load((out / name).read_text()) for name in sorted(os.listdir(out)) if (out / name).is_file()}

@@ -19,12 +19,17 @@ def test_install_wait_smoke_then_idempotent_then_check_mode(direct_site):
     assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
     release = api.store.list("v1", "Secret", "gpu-operator", label_selector="owner=helm,status=deployed")
     assert len(release) == 1 and release[0]["metadata"]["labels"]["name"] == "gpu-operator"
-    smoke = first.result("The log must show the GPU table")
-    assert "NVIDIA-SMI 595.91.07" in smoke["msg"]
-    assert api.store.get("v1", "Pod", "gpu-operator-smoke-nvidia-smi", "gpu-operator") is None, "smoke pod cleaned up"
+    smoke = first.result("The nvidia-smi pod must show the GPU table")["smoke"]
+    assert smoke["passed"] and "driver 595.91.07" in smoke["reason"]
+    assert smoke["removed"] == ["pod-gpu-operator-gpu-platform-smoke-cuda"]
+    assert api.store.get("v1", "Pod", "gpu-platform-smoke-cuda", "gpu-operator") is None, "smoke pod cleaned up"
+    # The scheduling layer's gang ran as a Volcano Job in the smoke namespace and is gone again.
+    gang = [w for w in api.writes() if w["method"] in ("POST", "PATCH") and "/jobs/gpu-platform-smoke-gang" in w["path"]]
+    assert gang and api.store.list("batch.volcano.sh/v1alpha1", "Job", "gpu-platform-smoke") == []
     summary = first.result("What was written and which versions are pinned")["msg"]
     assert summary[0] == "Delivery: direct install on the cluster"
-    assert "gpu-operator chart = gpu-operator v26.7.0" in summary[2]
+    assert summary[2] == "Smoke tests: gpu_operator: PASS; scheduling: PASS"
+    assert "gpu-operator chart = gpu-operator v26.7.0" in summary[3]
 
     second = runner.run()
     assert second.failed == 0, second.failure_messages()
@@ -152,8 +157,9 @@ def test_smoke_pod_without_gpu_table_fails(direct_site):
     result = runner.run()
     assert result.failed == 1
     msg = result.failure_messages()[-1]
-    assert "without a GPU table" in msg and "Driver/library version mismatch" in msg
-    assert api.store.get("v1", "Pod", "gpu-operator-smoke-nvidia-smi", "gpu-operator") is None
+    assert msg.startswith("gpu_operator: FAIL - pod-gpu-operator-gpu-platform-smoke-cuda - ")
+    assert "did not print its GPU table" in msg and "Driver/library version mismatch" in msg
+    assert api.store.get("v1", "Pod", "gpu-platform-smoke-cuda", "gpu-operator") is None
 
 
 def test_old_kubernetes_is_refused_before_any_write(direct_site):

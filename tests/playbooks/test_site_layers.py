@@ -9,6 +9,7 @@ import yaml
 from tests.playbooks.conftest import bundle
 from tests.schema import crdschema
 from tests.schema.test_monitoring_schema import prometheus_rule_errors
+from tests.schema.test_smoke_schema import check_rendered
 
 pytestmark = pytest.mark.slow
 
@@ -39,9 +40,9 @@ def test_schedulers_and_team_queues_go_on_once(direct_site):
     api.clear_log()
     second = runner.run()
     assert second.failed == 0 and second.changed == 0, second.changed_tasks()
-    # The only writes of a converged run are the GPU Operator layer's smoke pod, created and removed.
-    assert [w["path"] for w in api.writes() if not w["path"].endswith("/pods")
-            and "/pods/gpu-operator-smoke-nvidia-smi" not in w["path"]] == []
+    # The only writes of a converged run are the smoke tests' objects, created and removed.
+    assert [w["path"] for w in api.writes() if "/gpu-platform-smoke" not in w["path"]
+            and not w["path"].endswith("/pods")] == []
 
 
 def test_kai_instead_of_volcano(direct_site):
@@ -99,6 +100,25 @@ def test_the_demo_bundle_has_every_layer(render_site, shared_dir):
     rule = files["prometheusrule-gpu-operator-gpu-platform-dcgm-exporter.yaml"]
     assert prometheus_rule_errors(rule) == []
     assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    # Every layer's smoke test, as Jobs in their own folder (applied after the platform is ready).
+    smoke_files = bundle(out / "smoke")
+    assert sorted(smoke_files) == [
+        "job-gpu-platform-smoke-gpu-platform-smoke-cuda-inference.yaml",
+        "job-gpu-platform-smoke-gpu-platform-smoke-cuda-training.yaml",
+        "job-gpu-platform-smoke-gpu-platform-smoke-cuda.yaml",
+        "job-gpu-platform-smoke-gpu-platform-smoke-dra.yaml",
+        "job-gpu-platform-smoke-gpu-platform-smoke-gang.yaml",
+        "job-gpu-platform-smoke-gpu-platform-smoke-nccl.yaml",
+        "kustomization.yaml",
+        "namespace-gpu-platform-smoke.yaml",
+        "resourceclaimtemplate-gpu-platform-smoke-gpu-platform-smoke-dra.yaml"]
+    for name, doc in smoke_files.items():
+        if name != "kustomization.yaml":
+            check_rendered(doc)
+    assert sorted(smoke_files["kustomization.yaml"]["resources"]) == sorted(set(smoke_files) - {"kustomization.yaml"})
+    assert smoke_files["namespace-gpu-platform-smoke.yaml"]["metadata"]["labels"][
+        "pod-security.kubernetes.io/enforce"] == "privileged", "nccl-tests workers add IPC_LOCK"
+    assert "smoke" not in " ".join(files["kustomization.yaml"]["resources"]), "the platform's kustomization leaves it out"
     again = runner.run()
     assert again.failed == 0 and again.changed == 0, again.changed_tasks()
 

@@ -21,6 +21,7 @@ import pytest
 from kubernetes import client as k8s_client
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke as smoke_workflow
 from tests.schema import crdschema
 
 NS = "gpu-smoke"
@@ -210,3 +211,43 @@ def test_a_bad_podgroup_is_caught():
     bad = copy.deepcopy(group)
     bad["apiVersion"] = "scheduling.run.ai/v2"
     assert podgroup_errors(bad)
+
+
+# ---------------------------------------------------------------- what render mode writes to the bundle
+
+def check_rendered(obj):
+    """Any object the smoke_test module renders: a batch/v1 Job, a Volcano Job, a claim template, a PodGroup, a Pod."""
+    if obj["apiVersion"] == "batch/v1":
+        assert round_trip(obj, "V1Job") == obj
+        check_pod({"apiVersion": "v1", "kind": "Pod", "metadata": dict(obj["spec"]["template"]["metadata"],
+                                                                       name="x", namespace=NS),
+                   "spec": obj["spec"]["template"]["spec"]})
+    elif obj["kind"] == "Job":
+        check_volcano_job(obj)
+    elif obj["kind"] == "ResourceClaimTemplate":
+        assert round_trip(obj, "V1ResourceClaimTemplate") == obj
+    elif obj["kind"] == "PodGroup":
+        assert podgroup_errors(obj) == []
+    elif obj["kind"] == "Namespace":
+        assert round_trip(obj, "V1Namespace") == obj
+    else:
+        check_pod(obj)
+
+
+@pytest.mark.parametrize("params", [
+    {"check": "cuda", "resources": {"nvidia.com/mig-1g.10gb": 1}, "node_selector": {"nodepool": "mig"},
+     "suffix": "mig"},
+    {"check": "dra"},
+    {"check": "gang", "scheduler": "volcano", "replicas": 3},
+    {"check": "gang", "scheduler": "kai", "replicas": 2, "queue": "vision"},
+    {"check": "nccl", "image": NCCL_IMAGE, "network": "default/rdma-net"},
+], ids=lambda p: "%s-%s" % (p["check"], p.get("scheduler", "")))
+def test_rendered_smoke_objects_are_valid(params):
+    full = dict({"namespace": NS, "image": CUDA_IMAGE, "timeout": 300, "window_seconds": 30, "min_busbw_gbps": 10,
+                 "nodes": 2, "gpus_per_node": 8, "replicas": 2, "queue": "default", "scheduler": "volcano"}, **params)
+    rendered = smoke_workflow.render_objects(full, smoke_workflow.build(full))
+    assert rendered
+    for obj in rendered:
+        check_rendered(obj)
+    if params["check"] in ("cuda", "dra"):
+        assert [o["kind"] for o in rendered][-1] == "Job" and rendered[-1]["apiVersion"] == "batch/v1"

@@ -635,3 +635,112 @@ def test_bad_input_names_the_field_and_the_fix(call, field, words):
     assert str(err).startswith(field + ": ")
     assert words in str(err)
     assert ". Fix: " in str(err) and not str(err).endswith("Fix: ")
+
+
+# ---------------------------------------------------------------- plan and collect
+
+POOLS = [
+    {"name": "inference", "node_selector": {"nodepool": "inference"}, "sharing": "time-slicing", "replicas": 4,
+     "resource_name": "nvidia.com/gpu", "mig_profile": None, "mig_strategy": None},
+    {"name": "renamed", "node_selector": {"nodepool": "renamed"}, "sharing": "time-slicing", "replicas": 2,
+     "resource_name": "nvidia.com/gpu.shared", "mig_profile": None, "mig_strategy": None},
+    {"name": "training", "node_selector": {"nodepool": "training"}, "sharing": "mig", "replicas": None,
+     "resource_name": "nvidia.com/gpu", "mig_profile": "all-1g.10gb", "mig_strategy": "mixed"},
+    {"name": "whole", "node_selector": {"nodepool": "whole"}, "sharing": "none", "replicas": None,
+     "resource_name": "nvidia.com/gpu", "mig_profile": None, "mig_strategy": None},
+]
+
+
+def settings(**over):
+    base = {"layers": list(smoke.LAYERS), "namespace": NS, "image": CUDA_IMAGE, "nccl_image": NCCL_IMAGE,
+            "timeout": 300, "nccl_timeout": 900, "cuda_resources": {"nvidia.com/gpu": 1}, "sharing_pools": POOLS,
+            "dra_enabled": True, "device_class": "gpu.nvidia.com", "scheduler": "volcano", "queue": "",
+            "kai_queue": "vision", "replicas": 2, "window": 30.0, "network_mode": "rdma_shared",
+            "rdma_resource": None, "network": "default/rdma-net", "nodes": 2, "gpus_per_node": 8, "min_busbw": 40.0}
+    base.update(over)
+    return base
+
+
+def test_plan_has_one_test_per_layer_and_per_sharing_pool_in_layer_order():
+    items = smoke.plan(settings())
+    assert [(i["layer"], i["check"]) for i in items] == [
+        ("gpu_operator", "cuda"),
+        ("gpu_sharing", "allocatable"), ("gpu_sharing", "cuda"),
+        ("gpu_sharing", "allocatable"), ("gpu_sharing", "cuda"),
+        ("gpu_sharing", "cuda"),
+        ("dra_driver", "dra"), ("scheduling", "gang"), ("network_operator", "nccl")]
+    assert not any(i["skipped_reason"] for i in items)
+    sharing = [i["params"] for i in items if i["layer"] == "gpu_sharing"]
+    assert sharing[0] == {"namespace": NS, "timeout": 300, "node_selector": {"nodepool": "inference"},
+                          "expected_per_gpu": {"nvidia.com/gpu": 4}}
+    assert sharing[1]["resources"] == {"nvidia.com/gpu": 1} and sharing[1]["suffix"] == "inference"
+    assert sharing[2]["expected_per_gpu"] == {"nvidia.com/gpu.shared": 2}
+    assert sharing[3]["resources"] == {"nvidia.com/gpu.shared": 1}
+    assert sharing[4]["resources"] == {"nvidia.com/mig-1g.10gb": 1}, "a mixed MIG pool asks for its MIG resource"
+    nccl = items[-1]["params"]
+    assert nccl["rdma_resource"] == {"rdma/shared_ib": 1} and nccl["queue"] == "default" and nccl["timeout"] == 900
+    assert items[-2]["params"]["queue"] == "default", "Volcano's own queue"
+
+
+def test_plan_single_strategy_mig_pool_asks_for_whole_gpus():
+    pool = dict(POOLS[2], mig_strategy="single")
+    (item,) = smoke.plan(settings(layers=["gpu_sharing"], sharing_pools=[pool]))
+    assert item["params"]["resources"] == {"nvidia.com/gpu": 1}
+
+
+def test_plan_kai_uses_the_first_team_queue_and_sriov_its_resource():
+    items = smoke.plan(settings(scheduler="kai", layers=["scheduling", "network_operator"], network_mode="sriov"))
+    assert items[0]["params"]["scheduler"] == "kai" and items[0]["params"]["queue"] == "vision"
+    assert "Volcano Job" in items[1]["skipped_reason"], "nccl-tests needs Volcano"
+    items = smoke.plan(settings(layers=["network_operator"], network_mode="sriov"))
+    assert items[0]["params"]["rdma_resource"] == {"rdma/ib": 1}
+
+
+@pytest.mark.parametrize("over, layer, words", [
+    ({"dra_enabled": False}, "dra_driver", "dra_driver_enabled"),
+    ({"scheduler": "none"}, "scheduling", "scheduling_scheduler: none"),
+    ({"network_mode": "ipoib"}, "network_operator", "ipoib"),
+    ({"network_mode": "none"}, "network_operator", "none"),
+    ({"nccl_image": ""}, "network_operator", "smoke_tests_nccl_image is not set"),
+])
+def test_plan_says_why_a_test_cannot_run_here(over, layer, words):
+    (item,) = [i for i in smoke.plan(settings(**over)) if i["layer"] == layer]
+    assert words in item["skipped_reason"] and item["params"] == {}
+
+
+@pytest.mark.parametrize("over, field", [
+    ({"layers": ["gpu_operator", "monitoring"]}, "smoke_tests_layers"),
+    ({"layers": "gpu_operator"}, "smoke_tests_layers"),
+    ({"namespace": "Smoke"}, "smoke_tests_namespace"),
+    ({"image": "nvcr.io/nvidia/cuda:latest"}, "smoke_tests_image"),
+    ({"timeout": 0}, "smoke_tests_timeout"),
+    ({"nccl_timeout": "soon"}, "smoke_tests_nccl_timeout"),
+    ({"cuda_resources": {"nvidia.com/gpu": "x"}}, "smoke_tests_cuda_resources"),
+    ({"device_class": "Not A Class"}, "smoke_tests_dra_device_class"),
+    ({"replicas": 1}, "smoke_tests_gang_replicas"),
+    ({"window": 0}, "smoke_tests_gang_window_seconds"),
+    ({"scheduler": "kai", "kai_queue": ""}, "smoke_tests_queue"),
+    ({"nccl_image": "nccl-tests"}, "smoke_tests_nccl_image"),
+    ({"nodes": 1}, "smoke_tests_nccl_nodes"),
+    ({"min_busbw": -5}, "smoke_tests_nccl_min_busbw_gbps"),
+    ({"network": "Bad Net"}, "smoke_tests_nccl_network"),
+])
+def test_plan_refuses_bad_settings_naming_the_variable(over, field):
+    with pytest.raises(ParamError) as caught:
+        smoke.plan(settings(**over))
+    assert caught.value.field == field, caught.value.msg
+    assert "Fix: " in caught.value.msg
+
+
+def test_collect_keeps_plan_order_and_separates_errors():
+    ran = {"layer": "gpu_operator", "check": "cuda", "object": "pod-x", "passed": True, "reason": "ok",
+           "evidence": [], "skipped_reason": None}
+    loop = [{"item": {"layer": "gpu_operator", "check": "cuda", "skipped_reason": None}, "smoke": ran},
+            {"item": {"layer": "dra_driver", "check": "dra", "skipped_reason": "not enabled"}, "skipped": True},
+            {"item": {"layer": "scheduling", "check": "gang", "skipped_reason": None}, "failed": False,
+             "msg": "the gang smoke test needs batch.volcano.sh/v1alpha1 Job"}]
+    out = smoke.collect(loop)
+    assert [r["layer"] for r in out["results"]] == ["gpu_operator", "dra_driver"]
+    assert out["results"][1]["skipped_reason"] == "not enabled" and out["results"][1]["passed"] is None
+    assert out["errors"] == ["scheduling gang: the gang smoke test needs batch.volcano.sh/v1alpha1 Job"]
+    assert smoke.summary(out["results"])["lines"] == ["gpu_operator: PASS", "dra_driver: SKIPPED - not enabled"]
