@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (dra, monitoring, scheduling, sharing,
-                                                                               smoke, validate)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
+    dra, monitoring, scheduling, sharing, smoke, validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 

@@ -65,7 +65,7 @@ options:
       - For V(nccl) it needs nccl-tests (C(all_reduce_perf)), Open MPI C(mpirun) and the OpenSSH server and client.
     type: str
   resources:
-    description: V(cuda) only. The extended resources the pod asks for, for example C({nvidia.com/mig-1g.10gb: 1}).
+    description: "V(cuda) only. The extended resources the pod asks for, for example C({nvidia.com/mig-1g.10gb: 1})."
     type: dict
   suffix:
     description:
@@ -105,7 +105,8 @@ options:
     default: 8
   rdma_resource:
     description:
-      - V(nccl) only. The RDMA resource per worker (default C({rdma/shared_ib: 1})). Give C({}) when an SR-IOV
+      - >-
+        V(nccl) only. The RDMA resource per worker (default C({rdma/shared_ib: 1})). Give C({}) when an SR-IOV
         network's resource injector adds it.
     type: dict
   network:
@@ -122,12 +123,14 @@ options:
     type: dict
   expected_per_gpu:
     description:
-      - V(allocatable) only. Resources each physical GPU should give, for example C({nvidia.com/gpu: 4}) for 4
+      - >-
+        V(allocatable) only. Resources each physical GPU should give, for example C({nvidia.com/gpu: 4}) for 4
         time-slicing replicas.
       - The node's GPU count is GPU Feature Discovery's C(nvidia.com/gpu.count) label.
     type: dict
   expected_allocatable:
-    description: V(allocatable) only. Exact counts per node, C({node: {resource: count}}), instead of O(expected_per_gpu).
+    description: >-
+      V(allocatable) only. Exact counts per node, C({node: {resource: count}}), instead of O(expected_per_gpu).
     type: dict
   timeout:
     description: Seconds the test may take, from its objects' creation to its verdict.

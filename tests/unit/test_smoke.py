@@ -60,6 +60,7 @@ SMI_HEADER_ONLY = """\
 +-----------------------------------------+------------------------+----------------------+
 """
 
+
 def gang_pods(*times):
     return {"gpu-platform-smoke-gang-member-%d" % i: t for i, t in enumerate(times)}
 

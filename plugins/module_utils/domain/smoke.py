@@ -551,12 +551,12 @@ def check_nvidia_smi(log):
         match = header[1]
         cuda = ", CUDA %s" % match.group("cuda") if match.group("cuda") else ""
         return check_result(True, "nvidia-smi saw %d GPU(s) (%s), driver %s%s"
-                       % (len(rows), ", ".join(names), match.group("driver"), cuda), [header[0], row_lines])
+                            % (len(rows), ", ".join(names), match.group("driver"), cuda), [header[0], row_lines])
     if not first:
         return check_result(False, "the log is empty: nvidia-smi printed nothing (the container may not have started)", [])
     if header:
         return check_result(False, "nvidia-smi printed its header (driver %s) but no GPU row: the pod got no GPU; "
-                       "first line of the log: %r" % (header[1].group("driver"), first), [header[0]])
+                            "first line of the log: %r" % (header[1].group("driver"), first), [header[0]])
     return check_result(False, "nvidia-smi did not print its GPU table; first line of the log: %r" % first, [first])
 
 
@@ -643,7 +643,7 @@ def check_nccl(log, min_busbw_gbps):
     peak = max(rows, key=lambda r: float(r.group("busbw"))) if rows else None
     peak_note = " (peak %s GB/s at %s bytes)" % (peak.group("busbw"), peak.group("size")) if peak else ""
     return check_result(True, "%s; average bus bandwidth %g GB/s >= %g GB/s%s" % (gdr_note, value, threshold, peak_note),
-                   [gdr_lines[0], avg[1]])
+                        [gdr_lines[0], avg[1]])
 
 
 def _utc(field, value):
@@ -700,11 +700,11 @@ def check_gang(start_times, window_seconds, replicas=None):
         return check_result(False, "no gang pods were found, so nothing was checked", [])
     if not started:
         return check_result(False, "none of the %d gang pods started: not enough free GPUs for the whole gang, or the "
-                       "scheduler or its queue is missing" % expected, evidence)
+                            "scheduler or its queue is missing" % expected, evidence)
     if len(started) < expected:
         return check_result(False, "only %d of %d gang pods started (not started: %s): the scheduler placed part of "
-                       "the gang, which gang scheduling must never do" % (len(started), expected, ", ".join(missing)),
-                       evidence)
+                            "the gang, which gang scheduling must never do" % (len(started), expected, ", ".join(missing)),
+                            evidence)
     if len(started) > expected:
         return check_result(False, "%d pods started but the gang has %d" % (len(started), expected), evidence)
     first = min(started, key=lambda p: p[1])
@@ -712,10 +712,10 @@ def check_gang(start_times, window_seconds, replicas=None):
     spread = (last[1] - first[1]).total_seconds()
     if spread > window:
         return check_result(False, "the gang's pods started %g s apart (%s first, %s last), more than the %g s window: "
-                       "they were not scheduled together" % (spread, first[0], last[0], window),
-                       [evidence[0], evidence[-1]])
+                            "they were not scheduled together" % (spread, first[0], last[0], window),
+                            [evidence[0], evidence[-1]])
     return check_result(True, "all %d gang pods started within %g s of each other (window %g s)"
-                   % (expected, spread, window), evidence)
+                        % (expected, spread, window), evidence)
 
 
 def allocatable_count(value):
@@ -774,7 +774,7 @@ def check_allocatable(expected, actual):
         return check_result(False, "no expected allocatable resources were given, so nothing was checked", [])
     if differ:
         return check_result(False, "%d of %d node resources differ from what was expected: %s"
-                       % (len(differ), total, "; ".join(differ)), differ)
+                            % (len(differ), total, "; ".join(differ)), differ)
     return check_result(True, "all %d node resources match: %s" % (total, "; ".join(matched)), matched)
 
 
@@ -876,8 +876,8 @@ def _sharing_items(pools, common, image):
         else:
             continue
         cuda_pod(common["namespace"], image, resources, selector, pool["name"])  # validates
-        items.append(_item("gpu_sharing", CUDA, dict(common, image=image, resources=resources,
-                                                      node_selector=selector, suffix=pool["name"])))
+        params = dict(common, image=image, resources=resources, node_selector=selector, suffix=pool["name"])
+        items.append(_item("gpu_sharing", CUDA, params))
     return items
 
 
