@@ -434,3 +434,16 @@ def test_bad_inputs_name_the_option_and_touch_nothing(cluster, params, field, wo
 def test_errors_are_gpu_platform_errors():
     with pytest.raises(GpuPlatformError):
         workflow.build({"check": "gpu-burn"})
+
+
+def test_every_example_passes_on_the_fake_cluster(cluster):
+    from ansible_collections.gpu_platform.cluster.plugins.modules import smoke_test
+    api = cluster({"cuda": Outcome("Succeeded", NVIDIA_SMI), "gang": Outcome("Running", gang_marker(0)),
+                   "nccl/launcher": Outcome("Succeeded", NCCL_IB_LOG), "nccl/worker": Outcome("Running", "")})
+    api.store.create(shared_node("gpu-a", 8, 32))
+    examples = [t["gpu_platform.cluster.smoke_test"] for t in yaml.safe_load(smoke_test.EXAMPLES)]
+    assert len(examples) == 6
+    for args in examples:
+        failed, result = module(api, **args)
+        assert not failed and result["smoke"]["passed"], (args, result)
+    assert smoke_objects(api) == []
