@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import dra as dra_domain
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.fakes.gpu_operator import NVIDIA_SMI, gpu_node
@@ -98,7 +99,10 @@ def test_dra_claim_pod_gets_its_gpu_through_a_resource_claim_template():
     template, pod = smoke.dra_claim_pod(NS, CUDA_IMAGE)
     assert (template["apiVersion"], template["kind"]) == ("resource.k8s.io/v1", "ResourceClaimTemplate")
     assert template["spec"] == {"spec": {"devices": {"requests": [
-        {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1}}]}}}
+    # The DRA docs' example, named and labelled as a smoke test.
+    example = dra_domain.example_claim(NS, template["metadata"]["name"], CUDA_IMAGE)
+    assert (template["spec"], pod["spec"]) == (example[0]["spec"], example[1]["spec"])
     assert pod["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": template["metadata"]["name"]}]
     (container,) = pod["spec"]["containers"]
     assert container["resources"] == {"claims": [{"name": "gpu"}]}  # no device-plugin GPU as well

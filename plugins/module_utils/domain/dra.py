@@ -322,18 +322,21 @@ def gpu_operator_values(disable_device_plugin=False):
 
 # -- example claim ---------------------------------------------------------------------------------
 
-def example_claim(namespace, name="gpu-claim", image="nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"):
-    """[ResourceClaimTemplate, Pod]: the Pod gets one ``gpu.nvidia.com`` device through DRA
-    (resource.k8s.io/v1), runs ``nvidia-smi`` once and ends (restartPolicy Never). Both are named ``name``."""
+def example_claim(namespace, name="gpu-claim", image="nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04",
+                  device_class=GPU_DEVICE_CLASS, labels=None):
+    """[ResourceClaimTemplate, Pod]: the Pod gets one ``device_class`` device through DRA
+    (resource.k8s.io/v1), runs ``nvidia-smi`` once and ends (restartPolicy Never). Both are named ``name``
+    and carry ``labels`` besides the collection's own. The docs' example and the DRA smoke test are this."""
     validate.dns_label(FIELDS["namespace"], namespace)
     validate.dns_label(FIELDS["name"], name)
     image = validate.pinned_image(FIELDS["image"], image)
-    labels = {"app.kubernetes.io/managed-by": "gpu_platform.cluster", "app.kubernetes.io/name": name}
+    labels = dict({"app.kubernetes.io/managed-by": "gpu_platform.cluster", "app.kubernetes.io/name": name},
+                  **(labels or {}))
     template = {
         "apiVersion": RESOURCE_API, "kind": "ResourceClaimTemplate",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
         "spec": {"spec": {"devices": {"requests": [
-            {"name": "gpu", "exactly": {"deviceClassName": GPU_DEVICE_CLASS, "allocationMode": "ExactCount",
+            {"name": "gpu", "exactly": {"deviceClassName": device_class, "allocationMode": "ExactCount",
                                         "count": 1}},
         ]}}},
     }

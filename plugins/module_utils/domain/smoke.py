@@ -87,7 +87,7 @@ import datetime
 import math
 import re
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import dra, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 PREFIX = "gpu-platform-smoke-"
@@ -307,31 +307,16 @@ def cuda_pod(namespace, image, resources=None, node_selector=None, suffix=None):
 
 
 def dra_claim_pod(namespace, image, device_class=DEFAULT_DEVICE_CLASS):
-    """[ResourceClaimTemplate, Pod]: the pod gets one device of ``device_class`` through DRA and runs nvidia-smi."""
+    """[ResourceClaimTemplate, Pod]: the pod gets one device of ``device_class`` through DRA and runs nvidia-smi.
+
+    The same objects as the DRA docs' example (``dra.example_claim``), named and labelled as a smoke test."""
     validate.dns_label(FIELDS["namespace"], namespace)
     image = validate.pinned_image(FIELDS["image"], image)
     if not isinstance(device_class, str) or not device_class or len(device_class) > 253 \
             or not validate.DNS1123_SUBDOMAIN.match(device_class):
         raise ParamError(FIELDS["device_class"], "%r is not a DeviceClass name" % (device_class,),
                          "give the DRA driver's class, such as gpu.nvidia.com")
-    name = _name(DRA)
-    template = {
-        "apiVersion": DRA_API, "kind": "ResourceClaimTemplate",
-        "metadata": _meta(name, namespace, DRA),
-        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]}}},
-    }
-    pod = {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": _meta(name, namespace, DRA),
-        "spec": {
-            "restartPolicy": "Never",
-            "tolerations": [dict(GPU_TOLERATION)],
-            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": name}],
-            "containers": [{"name": "nvidia-smi", "image": image, "command": ["nvidia-smi"],
-                            "resources": {"claims": [{"name": "gpu"}]}}],
-        },
-    }
-    return [template, pod]
+    return dra.example_claim(namespace, _name(DRA), image, device_class, _labels(DRA))
 
 
 def _gang_container(image):
