@@ -21,7 +21,7 @@ description:
     C(mpirun) launcher). It passes only when a C(via NET/.../GDRDMA) channel line shows GPUDirect RDMA, no result
     was wrong, and the average bus bandwidth reaches O(min_busbw_gbps).
   - V(allocatable) creates nothing. It waits until the nodes advertise the expected GPU resources (time-slicing
-    replicas, MIG instances), or until O(timeout).
+    replicas per GPU, or the instances of a MIG layout), or until O(timeout).
   - Objects left behind by an interrupted earlier run are removed first. The check's objects are removed again
     afterwards, pass or fail (unless O(cleanup=false)).
   - A pod that stays Pending does not hang the task. After O(timeout) the test fails with the reason the pod was held
@@ -128,6 +128,17 @@ options:
         time-slicing replicas.
       - The node's GPU count is GPU Feature Discovery's C(nvidia.com/gpu.count) label.
     type: dict
+  mig_layout:
+    description:
+      - V(allocatable) only. A standard MIG layout name (V(all-1g.10gb), V(all-balanced)). Each node must advertise
+        what that layout gives on its GPUs (GFD's C(nvidia.com/gpu.product) and C(nvidia.com/gpu.count) labels), under
+        O(mig_strategy).
+    type: str
+  mig_strategy:
+    description: V(allocatable) with O(mig_layout). The GPU Operator's MIG strategy.
+    type: str
+    choices: [single, mixed]
+    default: single
   expected_allocatable:
     description: >-
       V(allocatable) only. Exact counts per node, C({node: {resource: count}}), instead of O(expected_per_gpu).
@@ -174,6 +185,13 @@ EXAMPLES = r"""
     node_selector: {nodepool: shared}
     expected_per_gpu: {nvidia.com/gpu: 4}
     timeout: 120
+
+- name: MIG nodes advertise the instances of their layout
+  gpu_platform.cluster.smoke_test:
+    check: allocatable
+    node_selector: {nodepool: mig}
+    mig_layout: all-1g.10gb
+    mig_strategy: mixed
 
 - name: Two pods start together under Volcano
   gpu_platform.cluster.smoke_test:
@@ -273,6 +291,8 @@ ARGUMENT_SPEC = shared.combine(
     min_busbw_gbps={"type": "float", "default": 10},
     node_selector={"type": "dict"},
     expected_per_gpu={"type": "dict"},
+    mig_layout={"type": "str"},
+    mig_strategy={"type": "str", "choices": ["single", "mixed"], "default": "single"},
     expected_allocatable={"type": "dict"},
     timeout={"type": "int", "default": 300},
     cleanup={"type": "bool", "default": True},

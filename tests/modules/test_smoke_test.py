@@ -317,6 +317,44 @@ def test_allocatable_in_check_mode_reads_once_and_does_not_wait(cluster):
     assert "expected 32, advertises 8" in result["smoke"]["skipped_reason"]
 
 
+def mig_node(name, advertised, product="NVIDIA-A100-SXM4-80GB"):
+    node = gpu_node(name, product=product)
+    node["metadata"]["labels"]["nodepool"] = "mig"
+    node["status"]["allocatable"] = dict(advertised)
+    return node
+
+
+@pytest.mark.parametrize("strategy, advertised", [
+    ("mixed", {"nvidia.com/mig-1g.10gb": "56"}),
+    ("single", {"nvidia.com/gpu": "56"}),
+])
+def test_allocatable_of_a_mig_layout_follows_the_board_and_strategy(cluster, strategy, advertised):
+    api = cluster({})
+    api.store.create(mig_node("gpu-m", advertised))
+    failed, result = module(api, check="allocatable", node_selector={"nodepool": "mig"}, mig_layout="all-1g.10gb",
+                            mig_strategy=strategy)
+    assert not failed and result["smoke"]["passed"], result
+    assert result["smoke"]["evidence"] == ["gpu-m: %s 56 as expected" % next(iter(advertised))], "8 A100-80GB x 7"
+
+
+def test_allocatable_of_a_mig_layout_names_what_is_missing(cluster):
+    api = cluster({})
+    api.store.create(mig_node("gpu-m", {"nvidia.com/gpu": "8"}))  # MIG manager has not finished
+    with pytest.raises(workflow.SmokeFailed) as caught:
+        workflow_run(api, check="allocatable", node_selector={"nodepool": "mig"}, mig_layout="all-1g.10gb",
+                     mig_strategy="mixed", timeout=15)
+    assert "gpu-m: nvidia.com/mig-1g.10gb expected 56, not advertised" in caught.value.msg
+
+
+def test_allocatable_of_a_layout_the_board_lacks_is_refused(cluster):
+    api = cluster({})
+    api.store.create(mig_node("gpu-m", {"nvidia.com/gpu": "8"}, product="NVIDIA-A100-SXM4-40GB"))
+    failed, result = module(api, check="allocatable", node_selector={"nodepool": "mig"}, mig_layout="all-3g.40gb")
+    assert failed and result["msg"].startswith("mig_layout: node gpu-m (A100-40GB): ")
+    assert "3g.40gb, which A100-40GB does not have" in result["msg"]
+    assert "Fix: " in result["msg"]
+
+
 def test_allocatable_with_exact_counts_per_node(cluster):
     api = cluster({})
     api.store.create(shared_node("gpu-a", 8, 56))
@@ -413,6 +451,7 @@ def test_render_of_allocatable_writes_nothing(tmp_path):
     ({"check": "nccl", "image": NCCL_IMAGE, "rdma_resource": {"nvidia.com/gpu": 1}}, "rdma_resource", "must not"),
     ({"check": "nccl", "image": NCCL_IMAGE, "network": "Bad Net"}, "network", ""),
     ({"check": "allocatable"}, "expected_per_gpu", "nothing to check"),
+    ({"check": "allocatable", "mig_layout": "1g.10gb"}, "mig_layout", "standard layout"),
     ({"check": "allocatable", "expected_per_gpu": {"nvidia.com/gpu": "four"}}, "expected_per_gpu", "whole count"),
     ({"check": "allocatable", "expected_allocatable": {"gpu-a": {"nvidia.com/gpu": "many"}}},
      "expected_allocatable", "not a count"),
@@ -441,8 +480,9 @@ def test_every_example_passes_on_the_fake_cluster(cluster):
     api = cluster({"cuda": Outcome("Succeeded", NVIDIA_SMI), "gang": Outcome("Running", gang_marker(0)),
                    "nccl/launcher": Outcome("Succeeded", NCCL_IB_LOG), "nccl/worker": Outcome("Running", "")})
     api.store.create(shared_node("gpu-a", 8, 32))
+    api.store.create(mig_node("gpu-m", {"nvidia.com/mig-1g.10gb": "56"}))
     examples = [t["gpu_platform.cluster.smoke_test"] for t in yaml.safe_load(smoke_test.EXAMPLES)]
-    assert len(examples) == 6
+    assert len(examples) == 7
     for args in examples:
         failed, result = module(api, **args)
         assert not failed and result["smoke"]["passed"], (args, result)

@@ -28,8 +28,8 @@ def test_install_wait_smoke_then_idempotent_then_check_mode(direct_site):
     assert gang and api.store.list("batch.volcano.sh/v1alpha1", "Job", "gpu-platform-smoke") == []
     summary = first.result("What was written and which versions are pinned")["msg"]
     assert summary[0] == "Delivery: direct install on the cluster"
-    assert summary[2] == "Smoke tests: gpu_operator: PASS; scheduling: PASS"
-    assert "gpu-operator chart = gpu-operator v26.7.0" in summary[3]
+    assert "gpu-operator chart = gpu-operator v26.7.0" in summary[2]
+    assert summary[-1] == "Smoke tests: gpu_operator: PASS; scheduling: PASS"
 
     second = runner.run()
     assert second.failed == 0, second.failure_messages()

@@ -672,7 +672,7 @@ def test_plan_has_one_test_per_layer_and_per_sharing_pool_in_layer_order():
         ("gpu_operator", "cuda"),
         ("gpu_sharing", "allocatable"), ("gpu_sharing", "cuda"),
         ("gpu_sharing", "allocatable"), ("gpu_sharing", "cuda"),
-        ("gpu_sharing", "cuda"),
+        ("gpu_sharing", "allocatable"), ("gpu_sharing", "cuda"),
         ("dra_driver", "dra"), ("scheduling", "gang"), ("network_operator", "nccl")]
     assert not any(i["skipped_reason"] for i in items)
     sharing = [i["params"] for i in items if i["layer"] == "gpu_sharing"]
@@ -681,7 +681,9 @@ def test_plan_has_one_test_per_layer_and_per_sharing_pool_in_layer_order():
     assert sharing[1]["resources"] == {"nvidia.com/gpu": 1} and sharing[1]["suffix"] == "inference"
     assert sharing[2]["expected_per_gpu"] == {"nvidia.com/gpu.shared": 2}
     assert sharing[3]["resources"] == {"nvidia.com/gpu.shared": 1}
-    assert sharing[4]["resources"] == {"nvidia.com/mig-1g.10gb": 1}, "a mixed MIG pool asks for its MIG resource"
+    assert sharing[4] == {"namespace": NS, "timeout": 300, "node_selector": {"nodepool": "training"},
+                          "mig_layout": "all-1g.10gb", "mig_strategy": "mixed"}
+    assert sharing[5]["resources"] == {"nvidia.com/mig-1g.10gb": 1}, "a mixed MIG pool asks for its MIG resource"
     nccl = items[-1]["params"]
     assert nccl["rdma_resource"] == {"rdma/shared_ib": 1} and nccl["queue"] == "default" and nccl["timeout"] == 900
     assert items[-2]["params"]["queue"] == "default", "Volcano's own queue"
@@ -689,7 +691,8 @@ def test_plan_has_one_test_per_layer_and_per_sharing_pool_in_layer_order():
 
 def test_plan_single_strategy_mig_pool_asks_for_whole_gpus():
     pool = dict(POOLS[2], mig_strategy="single")
-    (item,) = smoke.plan(settings(layers=["gpu_sharing"], sharing_pools=[pool]))
+    (allocatable, item) = smoke.plan(settings(layers=["gpu_sharing"], sharing_pools=[pool]))
+    assert allocatable["params"]["mig_strategy"] == "single"
     assert item["params"]["resources"] == {"nvidia.com/gpu": 1}
 
 

@@ -852,6 +852,8 @@ def _sharing_items(pools, common, image):
                 common, node_selector=selector, expected_per_gpu={pool["resource_name"]: pool["replicas"]})))
             resources = {pool["resource_name"]: 1}
         elif pool["sharing"] == "mig":
+            items.append(_item("gpu_sharing", "allocatable", dict(
+                common, node_selector=selector, mig_layout=pool["mig_profile"], mig_strategy=pool["mig_strategy"])))
             profile = pool["mig_profile"][len("all-"):] if pool["mig_profile"].startswith("all-") else None
             if pool["mig_strategy"] == "mixed" and profile is None:
                 items.append(_item("gpu_sharing", "cuda", skipped_reason="pool %s: the mixed layout %s has no "

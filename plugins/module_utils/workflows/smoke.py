@@ -22,7 +22,7 @@ The result is ``{layer, check, object, passed, reason, evidence, skipped_reason}
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import WaitTimeout, wait_for
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops, smoke, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops, mig, smoke, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import manifests
 
@@ -32,6 +32,7 @@ ALLOCATABLE = "allocatable"
 LAYERS = {smoke.CUDA: "gpu_operator", smoke.DRA: "dra_driver", smoke.GANG: "scheduling",
           smoke.NCCL: "network_operator", ALLOCATABLE: "gpu_sharing"}
 GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 FINISHED = ("Succeeded", "Failed")
 STARTED = ("Running", "Succeeded", "Failed")
 GONE_TIMEOUT = 120  # seconds to wait for a previous run's pods to go before starting again
@@ -246,17 +247,40 @@ def expected_from_labels(nodes, expected_per_gpu):
     return out
 
 
-def allocatable_verdict(nodes, expected=None, per_gpu=None, selector=None):
-    """Judge Node objects against exact counts per node, or per-GPU counts times each node's GPU count."""
+def expected_from_mig_layout(nodes, layout, strategy):
+    """node -> what the device plugin advertises once the MIG ``layout`` (a standard name such as
+    ``all-1g.10gb``) is applied on the node's GPUs (GFD's product and count labels); None for a node whose
+    labels say too little. A board without that layout raises ParamError."""
+    out = {}
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        count = smoke.allocatable_count(labels.get(GPU_COUNT_LABEL))
+        product = mig.product_for_label(labels.get(GPU_PRODUCT_LABEL))
+        if not count or product is None:
+            out[meta.get("name")] = None
+            continue
+        try:
+            out[meta.get("name")] = mig.resources(product, mig.named_layout(layout, product), strategy, count)
+        except ParamError as exc:
+            raise ParamError("mig_layout", "node %s (%s): %s" % (meta.get("name"), product, exc.msg),
+                             "name a layout the pool's GPUs have") from None
+    return out
+
+
+def allocatable_verdict(nodes, expected=None, per_gpu=None, selector=None, mig_layout=None):
+    """Judge Node objects against exact counts per node, per-GPU counts times each node's GPU count, or what a
+    MIG layout gives (``(layout, strategy)``)."""
     if expected:
         return smoke.check_allocatable(expected, nodes)
     if not nodes:
         return smoke.check_result(False, "no node matches %s" % (selector or "(all nodes)"), [])
-    wanted = expected_from_labels(nodes, per_gpu)
+    wanted = expected_from_mig_layout(nodes, *mig_layout) if mig_layout else expected_from_labels(nodes, per_gpu)
     unlabelled = sorted(name for name, value in wanted.items() if value is None)
     if unlabelled:
         return smoke.check_result(False, "no %s label on %s (GPU Feature Discovery has not labelled them)"
-                                  % (GPU_COUNT_LABEL, ", ".join(unlabelled)), unlabelled)
+                                  % (GPU_PRODUCT_LABEL + " or " + GPU_COUNT_LABEL if mig_layout else GPU_COUNT_LABEL,
+                                     ", ".join(unlabelled)), unlabelled)
     return smoke.check_allocatable(wanted, nodes)
 
 
@@ -267,24 +291,34 @@ def label_selector(labels):
 
 
 def allocatable_inputs(params):
-    """(expected, per_gpu) from the parameters, refused before anything is read when neither is usable."""
-    expected, per_gpu = params.get("expected_allocatable"), params.get("expected_per_gpu")
+    """(expected, per_gpu, (mig_layout, mig_strategy)) from the parameters, refused before anything is read when
+    none is usable."""
+    expected, per_gpu, layout = params.get("expected_allocatable"), params.get("expected_per_gpu"), params.get("mig_layout")
     if expected:
         smoke.check_allocatable(expected, {})  # validates the counts; the verdict is thrown away
-        return expected, None
+        return expected, None, None
+    if layout:
+        strategy = params.get("mig_strategy") or "single"
+        if strategy not in ("single", "mixed"):
+            raise ParamError("mig_strategy", "%r is not a MIG strategy of a MIG pool" % (strategy,), "use single or mixed")
+        if not isinstance(layout, str) or not layout.startswith("all-"):
+            raise ParamError("mig_layout", "%r is not a standard layout name" % (layout,),
+                             "use all-<profile> (all-1g.10gb), all-balanced or all-enabled")
+        return None, None, (layout, strategy)
     if per_gpu is None:
-        raise ParamError("expected_per_gpu", "nothing to check: neither expected_per_gpu nor expected_allocatable "
-                         "is given", "give expected_per_gpu (with node_selector) or expected_allocatable per node")
-    return None, _per_gpu(per_gpu)
+        raise ParamError("expected_per_gpu", "nothing to check: none of expected_per_gpu, mig_layout or "
+                         "expected_allocatable is given", "give expected_per_gpu or mig_layout (with node_selector), "
+                         "or expected_allocatable per node")
+    return None, _per_gpu(per_gpu), None
 
 
 def _allocatable(kube, params, check_mode, clock, interval):
     """Poll the nodes until they advertise what is expected, or the time-out ends; read only."""
-    expected, per_gpu = allocatable_inputs(params)
+    expected, per_gpu, layout = allocatable_inputs(params)
     selector = label_selector(params.get("node_selector"))
 
     def fetch():
-        return allocatable_verdict(kube.list("v1", "Node", label_selector=selector), expected, per_gpu, selector)
+        return allocatable_verdict(kube.list("v1", "Node", label_selector=selector), expected, per_gpu, selector, layout)
     if check_mode:
         now = fetch()
         return _result(params, [], None, "", now["evidence"],
