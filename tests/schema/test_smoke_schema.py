@@ -9,15 +9,17 @@
   Pods are also checked strictly against the Volcano CRD's pod template schema.
 - The KAI Scheduler PodGroup: its CRD is not in ../shared/upstream (only the Queue CRD is), so its
   spec is checked against the fields of ``scheduling.run.ai_podgroups.yaml`` (v2alpha2) transcribed
-  below, with the same unknown-field rule crdschema applies.
+  in tests/fixtures/crds, with the same unknown-field rule crdschema applies.
 """
 from __future__ import annotations
 
 import copy
 import json
+import pathlib
 
 import jsonschema
 import pytest
+import yaml
 from kubernetes import client as k8s_client
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke
@@ -29,40 +31,12 @@ CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
 NCCL_IMAGE = "registry.example.com/hpc/nccl-tests:2.21.5-cuda12.4-ompi4.1"
 API = k8s_client.ApiClient()
 
-# KAI Scheduler PodGroup v2alpha2 spec, as in NVIDIA/KAI-Scheduler
-# deployments/kai-scheduler/crds/scheduling.run.ai_podgroups.yaml (field names, types and bounds only).
-_TOPOLOGY = {"type": "object", "properties": {"preferredTopologyLevel": {"type": "string"},
-                                              "requiredTopologyLevel": {"type": "string"},
-                                              "topology": {"type": "string"}}}
-KAI_PODGROUP_OPENAPI = {
-    "type": "object",
-    "required": ["apiVersion", "kind", "metadata", "spec"],
-    "properties": {
-        "apiVersion": {"type": "string", "enum": ["scheduling.run.ai/v2alpha2"]},
-        "kind": {"type": "string", "enum": ["PodGroup"]},
-        "spec": {
-            "type": "object",
-            "properties": {
-                "backoffLimit": {"type": "integer", "format": "int32"},
-                "completions": {"type": "integer", "format": "int32"},
-                "markUnschedulable": {"type": "boolean"},
-                "minMember": {"type": "integer", "format": "int32", "minimum": 1},
-                "parallelism": {"type": "integer", "format": "int32"},
-                "preemptibility": {"type": "string", "enum": ["preemptible", "non-preemptible"]},
-                "priorityClassName": {"type": "string"},
-                "queue": {"type": "string"},
-                "schedulingBackoff": {"type": "integer", "format": "int32"},
-                "subGroups": {"type": "array", "items": {
-                    "type": "object", "required": ["name"],
-                    "properties": {"minMember": {"type": "integer", "format": "int32", "minimum": 1},
-                                   "name": {"type": "string", "minLength": 1, "pattern": "^[a-z0-9][a-z0-9\\-]*$"},
-                                   "parent": {"type": "string", "pattern": "^[a-z0-9][a-z0-9\\-]*$"},
-                                   "topologyConstraint": _TOPOLOGY}}},
-                "topologyConstraint": _TOPOLOGY,
-            },
-        },
-    },
-}
+# KAI Scheduler PodGroup v2alpha2: the CRD transcribed in tests/fixtures/crds (the fake API server serves the same).
+KAI_PODGROUP_CRD = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "crds" / "podgroups.scheduling.run.ai.yaml"
+KAI_PODGROUP_OPENAPI = yaml.safe_load(KAI_PODGROUP_CRD.read_text())["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+KAI_PODGROUP_OPENAPI = dict(KAI_PODGROUP_OPENAPI, required=["apiVersion", "kind", "metadata", "spec"], properties=dict(
+    KAI_PODGROUP_OPENAPI["properties"], apiVersion={"type": "string", "enum": ["scheduling.run.ai/v2alpha2"]},
+    kind={"type": "string", "enum": ["PodGroup"]}))
 
 
 def podgroup_errors(obj):
