@@ -31,11 +31,12 @@ def test_each_layer_proves_itself_and_the_summary_has_one_line_per_layer(direct_
     assert result.failed == 0, result.failure_messages() or result.debug_text()
     assert summary_line(result) == ("Smoke tests: gpu_operator: PASS; gpu_sharing: PASS; scheduling: PASS; "
                                     "network_operator: PASS")
-    runs = {(r["smoke"]["layer"], r["smoke"]["object"]): r["smoke"]
-            for task, res in result.tasks() if task.endswith("Run each test") for r in res.get("results", [])
-            if r.get("smoke")}
-    allocatable = runs[("gpu_sharing", "nodes")]
-    assert "gpu-node-1: nvidia.com/gpu 32 as expected" in allocatable["evidence"], "8 GPUs x 4 replicas"
+    ran = [r["smoke"] for task, res in result.tasks() if task.endswith("Run each test")
+           for r in res.get("results", []) if r.get("smoke")]
+    runs = {(r["layer"], r["object"]): r for r in ran}
+    allocatable = [line for r in ran if r["check"] == "allocatable" for line in r["evidence"]]
+    assert allocatable == ["gpu-node-1: nvidia.com/gpu 32 as expected",  # 8 GPUs x 4 replicas
+                           "gpu-node-2: nvidia.com/gpu 56 as expected"]  # 8 A100-80GB x 7 x 1g.10gb (single)
     mig = runs[("gpu_sharing", "pod-gpu-platform-smoke-gpu-platform-smoke-cuda-training")]
     assert mig["passed"]
     nccl = runs[("network_operator", "job-gpu-platform-smoke-gpu-platform-smoke-nccl")]
