@@ -28,6 +28,15 @@ def monitoring_objects(namespace, thresholds=None, release_label=None, interval=
         raise AnsibleFilterError(exc.msg)
 
 
+def monitoring_dashboard(namespace, labels=None, thresholds=None, datasource_uid=None):
+    """The ConfigMap with the DCGM Grafana dashboard, labelled for Grafana's dashboard sidecar."""
+    try:
+        dashboard = monitoring.grafana_dashboard(datasource_uid or None, thresholds=thresholds or None)
+        return monitoring.dashboard_config_map(namespace, dashboard, labels)
+    except ParamError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
 def dra_driver_values(settings):
     try:
         return dra.values(settings)
@@ -100,6 +109,7 @@ class FilterModule:
 
     def filters(self):
         return {"scheduling_plan": scheduling_plan, "monitoring_objects": monitoring_objects,
+                "monitoring_dashboard": monitoring_dashboard,
                 "namespace_objects": namespace_objects, "dra_driver_values": dra_driver_values,
                 "dra_driver_check": dra_driver_check, "dra_driver_gpu_operator_values": dra_driver_gpu_operator_values,
                 "dra_driver_node_labels": dra_driver_node_labels, "node_label_objects": node_label_objects,

@@ -21,9 +21,10 @@ def kustomize(out):
 
 
 @pytest.mark.parametrize("fmt, kinds", [
-    # GPU Operator, then the scheduling layer's Volcano (a Helm repository) and Kueue (an OCI chart).
-    ("flux", ["HelmRelease"] * 3 + ["HelmRepository"] * 2 + ["Namespace"] * 3 + ["OCIRepository"]),
-    ("argocd", ["Application"] * 3),
+    # GPU Operator, then the scheduling layer's Volcano (a Helm repository) and Kueue (an OCI chart), and the
+    # monitoring layer's Grafana dashboard (a ConfigMap; its Prometheus Operator objects are not rendered by default).
+    ("flux", ["ConfigMap"] + ["HelmRelease"] * 3 + ["HelmRepository"] * 2 + ["Namespace"] * 3 + ["OCIRepository"]),
+    ("argocd", ["Application"] * 3 + ["ConfigMap"]),
 ])
 def test_bundle_is_valid_idempotent_and_builds(render_site, shared_dir, fmt, kinds):
     runner, out = render_site
@@ -35,7 +36,7 @@ def test_bundle_is_valid_idempotent_and_builds(render_site, shared_dir, fmt, kin
     objects = kustomize(out)
     assert sorted(o["kind"] for o in objects) == kinds
     for obj in objects:
-        if obj["kind"] == "Namespace":
+        if obj["kind"] in ("Namespace", "ConfigMap"):
             crdschema.validate_core(obj)
         else:
             crdschema.validate(obj)
@@ -107,10 +108,10 @@ def test_bundle_with_the_network_layer(render_site, shared_dir):
     assert result.failed == 0, result.failure_messages()
     objects = kustomize(out)
     kinds = sorted(o["kind"] for o in objects)
-    assert kinds == ["HelmRelease", "HelmRelease", "HelmRepository", "HelmRepository", "IPPool", "IPoIBNetwork",
-                     "Namespace", "Namespace", "NicClusterPolicy"]
+    assert kinds == ["ConfigMap", "HelmRelease", "HelmRelease", "HelmRepository", "HelmRepository", "IPPool",
+                     "IPoIBNetwork", "Namespace", "Namespace", "NicClusterPolicy"]
     for obj in objects:
-        if obj["kind"] == "Namespace":
+        if obj["kind"] in ("Namespace", "ConfigMap"):
             crdschema.validate_core(obj)
         else:
             crdschema.validate(obj)

@@ -287,4 +287,4 @@ def test_module_is_pure_standard_library():
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module)
     own = "ansible_collections.gpu_platform.cluster.plugins.module_utils."
-    assert {m for m in imported if not m.startswith(own)} <= {"__future__", "re"}
+    assert {m for m in imported if not m.startswith(own)} <= {"__future__", "json", "re"}

@@ -13,6 +13,7 @@ CRD (prometheus-operator v0.93.0, shared/upstream/monitoring).
 
 from __future__ import annotations
 
+import json
 import re
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
@@ -344,3 +345,289 @@ def prometheus_rule(namespace, thresholds=None, release_label=None):
 def metrics_in(expr):
     """The set of DCGM_* metric names a PromQL expression uses."""
     return set(DCGM_NAME.findall(str(expr or "")))
+
+
+# ---------------------------------------------------------------- the Grafana dashboard
+# A Grafana dashboard (JSON model) for the metrics above, shipped as a ConfigMap for Grafana's
+# dashboard sidecar and as a plain JSON file in the GitOps bundle.
+# Sources:
+# - the dashboard JSON model (uid at most 40 characters of letters, digits, '-' and '_'; panels with
+#   gridPos on a 24-column grid; templating.list; schemaVersion):
+#   https://grafana.com/docs/grafana/latest/dashboards/build-dashboards/view-dashboard-json-model/
+#   schemaVersion 39 is that of the Grafana 10.4 / 11.x line; Grafana migrates older schema versions on load.
+# - the sidecar: kube-prometheus-stack's values.yaml sets grafana.sidecar.dashboards.label
+#   grafana_dashboard, labelValue "1" and searchNamespace ALL, and provisions a Prometheus data source
+#   of uid "prometheus" (grafana.sidecar.datasources.uid)
+#   (https://github.com/prometheus-community/helm-charts/blob/main/charts/kube-prometheus-stack/values.yaml).
+# - units are Grafana's unit ids: percent (0-100), celsius, watt, Bps (bytes per second), short, none.
+# The queries use only DCGM_METRICS names and the labels of GPU_LABELS (DCGM_LABELS plus the ServiceMonitor's
+# "node"), and take the same max-by-GPU first as the rules, so time-sliced GPUs are not counted once per pod.
+DASHBOARD_UID = "gpu-platform-dcgm"
+DASHBOARD_TITLE = "GPU platform / DCGM"
+DASHBOARD_SCHEMA_VERSION = 39
+DASHBOARD_FILE = "gpu-platform-dcgm.json"
+DASHBOARD_CONFIG_MAP = "gpu-platform-dcgm-dashboard"
+DASHBOARD_SIDECAR_LABEL = {"grafana_dashboard": "1"}
+GRAFANA_UID = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+NODE_LABEL = "node"
+DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+# The metric the node and gpu variables list their values from: every GPU reports its die temperature.
+VARIABLE_METRIC = "DCGM_FI_DEV_GPU_TEMP"
+NODE_SELECTOR = 'node=~"$node"'
+GPU_SELECTOR = 'node=~"$node", gpu=~"$gpu"'
+GPU_LEGEND = "{{node}} GPU {{gpu}}"
+NODE_LEGEND = "{{node}}"
+GRID_WIDTH = 24
+PANEL_HEIGHT = 8
+IDENTIFIER = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
+
+
+def _grafana_uid(field, value):
+    if not isinstance(value, str) or not GRAFANA_UID.match(value):
+        raise ParamError(field, "%r is not a Grafana uid" % (value,),
+                         "use 1 to 40 letters, digits, '-' or '_', e.g. %s" % DASHBOARD_UID)
+    return value
+
+
+def _series(metric, selector, window=None):
+    """One series per GPU (or MIG instance) of ``metric`` on the chosen nodes and GPUs."""
+    inner = "%s{%s}" % (metric, selector)
+    if window:
+        inner = "changes(%s[%dm])" % (inner, window)
+    return _per_gpu(inner)
+
+
+def _framebuffer_percent(selector, by=None):
+    used, free = _series("DCGM_FI_DEV_FB_USED", selector), _series("DCGM_FI_DEV_FB_FREE", selector)
+    if by:
+        used, free = "sum by (%s) (%s)" % (by, used), "sum by (%s) (%s)" % (by, free)
+    return "100 * %s / (%s + %s)" % (used, used, free)
+
+
+def _thresholds(red=None):
+    steps = [{"color": "green", "value": None}]
+    if red is not None:
+        steps.append({"color": "red", "value": red})
+    return {"mode": "absolute", "steps": steps}
+
+
+def _panel(title, description, unit, targets, low=None, high=None, red=None, bars=False):
+    defaults = {
+        "unit": unit,
+        "color": {"mode": "palette-classic"},
+        "thresholds": _thresholds(red),
+        "custom": {
+            "drawStyle": "bars" if bars else "line",
+            "lineWidth": 1,
+            "fillOpacity": 10,
+            "showPoints": "never",
+            "spanNulls": False,
+            "thresholdsStyle": {"mode": "off" if red is None else "line"},
+        },
+    }
+    if low is not None:
+        defaults["min"] = low
+    if high is not None:
+        defaults["max"] = high
+    return {
+        "type": "timeseries",
+        "title": title,
+        "description": description,
+        "datasource": dict(DATASOURCE),
+        "fieldConfig": {"defaults": defaults, "overrides": []},
+        "options": {
+            "legend": {"showLegend": True, "displayMode": "table", "placement": "bottom", "calcs": ["lastNotNull", "max"]},
+            "tooltip": {"mode": "multi", "sort": "desc"},
+        },
+        "targets": [{"refId": chr(ord("A") + index), "datasource": dict(DATASOURCE), "expr": expr,
+                     "legendFormat": legend, "range": True, "editorMode": "code"}
+                    for index, (expr, legend) in enumerate(targets)],
+    }
+
+
+def _percent(ratio):
+    """A ratio as a percentage without float noise (0.9 -> 90.0, not 90.00000000000001)."""
+    return round(ratio * 100, 6)
+
+
+def _row(title):
+    return {"type": "row", "title": title, "collapsed": False, "panels": []}
+
+
+def _node_panels(limits):
+    window = limits["xid_window_minutes"]
+    return [
+        _panel("GPU utilisation, mean per node",
+               "Mean of DCGM_FI_DEV_GPU_UTIL over the node's GPUs: share of time a kernel was running.",
+               "percent", [("avg by (node) (%s)" % _series("DCGM_FI_DEV_GPU_UTIL", NODE_SELECTOR), NODE_LEGEND)],
+               low=0, high=100),
+        _panel("Framebuffer used, per node",
+               "Used share of the node's GPU memory: FB_USED / (FB_USED + FB_FREE), summed over its GPUs.",
+               "percent", [(_framebuffer_percent(NODE_SELECTOR, by=NODE_LABEL), NODE_LEGEND)],
+               low=0, high=100, red=_percent(limits["memory_ratio"])),
+        _panel("Power draw, per node",
+               "DCGM_FI_DEV_POWER_USAGE summed over the node's GPUs.",
+               "watt", [("sum by (node) (%s)" % _series("DCGM_FI_DEV_POWER_USAGE", NODE_SELECTOR), NODE_LEGEND)],
+               low=0),
+        _panel("XID changes, per node (%d min)" % window,
+               "New XID codes on the node's GPUs within the last %d minutes (the window of the GpuXidError "
+               "alert). DCGM_FI_DEV_XID_ERRORS holds the last code, so this counts its changes: a lower bound "
+               "of the XID events." % window,
+               "short", [("sum by (node) (%s)" % _series("DCGM_FI_DEV_XID_ERRORS", NODE_SELECTOR, window),
+                          NODE_LEGEND)],
+               low=0, bars=True),
+    ]
+
+
+def _gpu_panels(limits):
+    window = limits["xid_window_minutes"]
+    return [
+        _panel("GPU utilisation", "DCGM_FI_DEV_GPU_UTIL: share of the sample period in which a kernel was running.",
+               "percent", [(_series("DCGM_FI_DEV_GPU_UTIL", GPU_SELECTOR), GPU_LEGEND)], low=0, high=100),
+        _panel("Framebuffer used",
+               "Used share of the usable GPU memory, FB_USED / (FB_USED + FB_FREE); the free share is 100 minus "
+               "this. The red line is the GpuFramebufferMemoryPressure threshold.",
+               "percent", [(_framebuffer_percent(GPU_SELECTOR), GPU_LEGEND)],
+               low=0, high=100, red=_percent(limits["memory_ratio"])),
+        _panel("Temperature", "DCGM_FI_DEV_GPU_TEMP, the die temperature. The red line is the GpuTemperatureHigh "
+               "threshold.",
+               "celsius", [(_series("DCGM_FI_DEV_GPU_TEMP", GPU_SELECTOR), GPU_LEGEND)],
+               red=limits["temperature_celsius"]),
+        _panel("Power draw", "DCGM_FI_DEV_POWER_USAGE, what the board draws now.",
+               "watt", [(_series("DCGM_FI_DEV_POWER_USAGE", GPU_SELECTOR), GPU_LEGEND)], low=0),
+        _panel("XID changes (%d min)" % window,
+               "How often the last-XID value changed within the last %d minutes, as the GpuXidError alert "
+               "counts it. A repeat of the same code is not seen." % window,
+               "short", [(_series("DCGM_FI_DEV_XID_ERRORS", GPU_SELECTOR, window), GPU_LEGEND)], low=0, bars=True),
+        _panel("Last XID code",
+               "DCGM_FI_DEV_XID_ERRORS: the code of the most recent XID error (0: none since the driver loaded). "
+               "Look codes up in https://docs.nvidia.com/deploy/xid-errors/.",
+               "none", [(_series("DCGM_FI_DEV_XID_ERRORS", GPU_SELECTOR), GPU_LEGEND)], low=0),
+        _panel("PCIe transmit", "DCGM_FI_PROF_PCIE_TX_BYTES, already bytes per second (profiling field, data-centre "
+               "GPUs from Volta on; empty elsewhere).",
+               "Bps", [(_series("DCGM_FI_PROF_PCIE_TX_BYTES", GPU_SELECTOR), GPU_LEGEND)], low=0),
+        _panel("PCIe receive", "DCGM_FI_PROF_PCIE_RX_BYTES, already bytes per second (profiling field, data-centre "
+               "GPUs from Volta on; empty elsewhere).",
+               "Bps", [(_series("DCGM_FI_PROF_PCIE_RX_BYTES", GPU_SELECTOR), GPU_LEGEND)], low=0),
+    ]
+
+
+def _layout(sections):
+    """Rows of full width, then their panels left to right and top to bottom; ids from 1."""
+    panels, y = [], 0
+    for title, width, members in sections:
+        panels.append(dict(_row(title), gridPos={"h": 1, "w": GRID_WIDTH, "x": 0, "y": y}))
+        y += 1
+        for index, panel in enumerate(members):
+            per_line = GRID_WIDTH // width
+            x = (index % per_line) * width
+            line = y + (index // per_line) * PANEL_HEIGHT
+            panels.append(dict(panel, gridPos={"h": PANEL_HEIGHT, "w": width, "x": x, "y": line}))
+        y += -(-len(members) // (GRID_WIDTH // width)) * PANEL_HEIGHT
+    for number, panel in enumerate(panels, start=1):
+        panel["id"] = number
+    return panels
+
+
+def _variables(datasource_uid):
+    source = {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
+              "regex": "", "hide": 0, "refresh": 1, "options": [], "current": {}}
+    if datasource_uid:
+        source["current"] = {"selected": True, "text": datasource_uid, "value": datasource_uid}
+    node_query = "label_values(%s, %s)" % (VARIABLE_METRIC, NODE_LABEL)
+    gpu_query = "label_values(%s{%s}, gpu)" % (VARIABLE_METRIC, NODE_SELECTOR)
+    common = {"type": "query", "datasource": dict(DATASOURCE), "refresh": 2, "sort": 3, "multi": True,
+              "includeAll": True, "allValue": ".*", "hide": 0, "regex": "", "options": [],
+              "current": {"selected": True, "text": ["All"], "value": ["$__all"]}}
+    return [
+        source,
+        dict(common, name="node", label="Node", query=node_query, definition=node_query),
+        dict(common, name="gpu", label="GPU", query=gpu_query, definition=gpu_query),
+    ]
+
+
+def grafana_dashboard(datasource_uid=None, title=DASHBOARD_TITLE, uid=DASHBOARD_UID, thresholds=None):
+    """A Grafana dashboard (JSON model as a dict) for the DCGM exporter's metrics.
+
+    - Variables: ``datasource`` (any Prometheus data source; ``datasource_uid`` preselects one),
+      ``node`` and ``gpu`` (multi-value, with All), listed from ``DCGM_FI_DEV_GPU_TEMP``.
+    - A "Per node" row: mean utilisation, framebuffer used %, power and XID changes per node.
+    - A "Per GPU" row: utilisation, framebuffer used % (FB_USED / (FB_USED + FB_FREE)), temperature,
+      power, XID changes and the last XID code, PCIe transmit and receive (bytes/s).
+    - ``thresholds`` (the role's monitoring_thresholds) draw the alert thresholds and set the XID window,
+      so the panels show what the PrometheusRule alerts on.
+    """
+    if datasource_uid is not None and datasource_uid != "":
+        _grafana_uid("datasource_uid", datasource_uid)
+    uid = _grafana_uid("uid", uid)
+    if not isinstance(title, str) or not title.strip():
+        raise ParamError("title", "is empty", "give the dashboard a title such as %r" % DASHBOARD_TITLE)
+    limits = thresholds_from(thresholds)
+    return {
+        "uid": uid,
+        "title": title,
+        "description": "GPUs of the cluster from NVIDIA's DCGM exporter %s (gpu_platform.cluster monitoring "
+                       "role)." % DCGM_EXPORTER_VERSION,
+        "tags": ["gpu", "dcgm", "gpu-platform"],
+        "schemaVersion": DASHBOARD_SCHEMA_VERSION,
+        "version": 1,
+        "editable": True,
+        "graphTooltip": 1,
+        "timezone": "browser",
+        "refresh": "30s",
+        "time": {"from": "now-6h", "to": "now"},
+        "timepicker": {},
+        "fiscalYearStartMonth": 0,
+        "liveNow": False,
+        "links": [],
+        "annotations": {"list": []},
+        "templating": {"list": _variables(datasource_uid or None)},
+        "panels": _layout([("Per node", 6, _node_panels(limits)), ("Per GPU", 12, _gpu_panels(limits))]),
+    }
+
+
+def dashboard_json(dashboard):
+    """The dashboard as stable JSON text (sorted keys, two-space indent, final newline)."""
+    try:
+        return json.dumps(dashboard, sort_keys=True, indent=2, allow_nan=False) + "\n"
+    except (TypeError, ValueError) as exc:
+        raise ParamError("dashboard", "cannot be written as JSON (%s)" % exc,
+                         "use dicts with string keys, lists, strings, finite numbers, booleans and None") from None
+
+
+def dashboard_config_map(namespace, dashboard, labels=None):
+    """A ConfigMap holding ``dashboard`` as ``gpu-platform-dcgm.json``, labelled for Grafana's sidecar.
+
+    ``labels`` default to kube-prometheus-stack's sidecar label (grafana_dashboard: "1"); the sidecar
+    watches every namespace there (searchNamespace ALL)."""
+    namespace = validate.dns_label("monitoring_dashboard_namespace", namespace)
+    if labels is None:
+        labels = dict(DASHBOARD_SIDECAR_LABEL)
+    labels = validate.labels("monitoring_dashboard_label", labels)
+    if not labels:
+        raise ParamError("monitoring_dashboard_label", "is empty",
+                         "give the label Grafana's dashboard sidecar watches, e.g. grafana_dashboard: \"1\"")
+    if not isinstance(dashboard, dict) or not dashboard.get("panels"):
+        raise ParamError("dashboard", "is not a dashboard with panels", "build it with grafana_dashboard()")
+    meta_labels = dict(MANAGED_BY)
+    meta_labels.update(labels)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": DASHBOARD_CONFIG_MAP, "namespace": namespace, "labels": meta_labels},
+        "data": {DASHBOARD_FILE: dashboard_json(dashboard)},
+    }
+
+
+def dashboard_exprs(dashboard):
+    """Every PromQL expression of the dashboard's panels (rows' nested panels included), in order."""
+    out = []
+    for panel in (dashboard or {}).get("panels") or []:
+        for member in [panel] + list(panel.get("panels") or []):
+            out += [t["expr"] for t in member.get("targets") or [] if t.get("expr")]
+    return out
+
+
+def metric_names(expr):
+    """The identifiers of ``expr`` that start with DCGM_FI_ (a misspelt name is returned as written)."""
+    return {name for name in IDENTIFIER.findall(str(expr or "")) if name.startswith("DCGM_FI_")}
