@@ -104,7 +104,36 @@ molecule-gpu: setup
 	@test -n "$${GPU_HOST:-}" || { echo "molecule-gpu needs a GPU host: GPU_HOST=<address> [GPU_HOST_USER=ubuntu] make molecule-gpu"; exit 2; }
 	cd $(ROOT) && molecule test -s gpu
 
-test: setup lint sanity pytest molecule-hosts demo
+# molecule/kind: site.yml in direct mode on a kind cluster with fake GPU nodes; see molecule/kind/README.md.
+.PHONY: molecule-kind
+molecule-kind: setup
+	@docker info >/dev/null 2>&1 || { echo "molecule-kind needs a running Docker engine: 'docker info' failed (is Docker installed and started, and may this user use it?)"; exit 2; }
+	@kind version >/dev/null 2>&1 || { echo "molecule-kind needs kind v0.31.0 or newer on the PATH: https://kind.sigs.k8s.io/docs/user/quick-start/#installation"; exit 2; }
+	cd $(ROOT) && molecule test -s kind
+
+test: setup lint sanity pytest molecule-hosts demo package ee-introspect
+
+# The Galaxy artifact, as AWX or an execution environment installs it; build_ignore in galaxy.yml
+# keeps tests, molecule, scripts, bench and local tooling out of it.
+DIST := $(BUILD)/dist
+EE_COLLECTIONS := $(BUILD)/ee-collections
+.PHONY: package ee-introspect
+
+package: venv
+	rm -f $(DIST)/gpu_platform-cluster-*.tar.gz
+	ansible-galaxy collection build --force --output-path $(DIST)
+
+# ansible-builder's view of the artifact: installed on its own (not through the symlinked checkout,
+# which ansible-galaxy would take for an installed copy), then introspected as an image build does;
+# the collection's kubernetes requirement must come out of it.
+ee-introspect: package
+	rm -rf $(EE_COLLECTIONS)
+	ANSIBLE_COLLECTIONS_PATH=$(EE_COLLECTIONS) ansible-galaxy collection install --no-deps --force \
+	  -p $(EE_COLLECTIONS) $(DIST)/gpu_platform-cluster-*.tar.gz
+	ansible-builder introspect $(EE_COLLECTIONS) > $(BUILD)/ee-introspect.yml
+	cat $(BUILD)/ee-introspect.yml
+	@grep -Eq "^- '?kubernetes[=<>~!].*# from collection gpu_platform\.cluster'?$$" $(BUILD)/ee-introspect.yml || \
+	  { echo "ansible-builder introspect does not list gpu_platform.cluster's kubernetes requirement"; exit 1; }
 
 bench: setup
 	python bench/helm_noop.py --helm $(TOOLS)/bin/helm3

@@ -186,7 +186,7 @@ def test_second_gpu_operator_elsewhere_is_refused_before_any_write(direct_site):
 
 @pytest.mark.parametrize("over, words", [
     ({"gpu_operator_rdma_use_host_mofed": True}, "gpu_operator_rdma_use_host_mofed: is true but gpu_operator_rdma_enabled is false"),
-    ({"gpu_platform_driver_mode": "hosts"}, "gpu_operator_driver_mode"),
+    ({"gpu_platform_driver_mode": "hosts"}, "value of gpu_platform_driver_mode must be one of: host, operator, auto, got: hosts"),
     ({"gpu_platform_driver_mode": "host"}, "have no driver and no host in the gpu_hosts group"),
     ({"gpu_operator_extra_values": {"driver": {"enabled": False}}},
      "gpu_operator_extra_values.driver.enabled: False contradicts the driver owner"),
