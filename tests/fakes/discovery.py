@@ -51,6 +51,11 @@ def api_group(registry, group):
     return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group, versions)}
 
 
+# Subresources whose kind lives in another group; kubectl drain finds the Eviction API by this.
+_SUBRESOURCE_GROUP_VERSION = {"scale": {"group": "autoscaling", "version": "v1"},
+                              "eviction": {"group": "policy", "version": "v1"}}
+
+
 def _resource_entries(rtype):
     entry = {"name": rtype.plural, "singularName": rtype.singular,
              "namespaced": rtype.namespaced, "kind": rtype.kind, "verbs": list(VERBS)}
@@ -60,11 +65,11 @@ def _resource_entries(rtype):
         entry["categories"] = list(rtype.categories)
     entries = [entry]
     for sub in rtype.subresources:
-        kind = {"scale": "Scale"}.get(sub, rtype.kind)
+        kind = {"scale": "Scale", "eviction": "Eviction"}.get(sub, rtype.kind)
         entries.append({"name": f"{rtype.plural}/{sub}", "singularName": "",
                         "namespaced": rtype.namespaced, "kind": kind,
                         "verbs": list(SUBRESOURCE_VERBS[sub]),
-                        **({"group": "autoscaling", "version": "v1"} if sub == "scale" else {})})
+                        **_SUBRESOURCE_GROUP_VERSION.get(sub, {})})
     return entries
 
 

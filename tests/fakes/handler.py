@@ -14,7 +14,7 @@ import urllib.parse
 
 import yaml
 
-from . import discovery, errors, openapi, protobuf
+from . import discovery, errors, eviction, openapi, protobuf
 from .kinds import BUILTIN_GROUPS
 from .patches import json_patch, merge_patch, strategic_merge
 from .selectors import ObjectFilter
@@ -269,6 +269,8 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                         "DELETE": self._delete_collection}
         elif target.subresource == "log":
             handlers = {"GET": self._pod_log}
+        elif target.subresource == "eviction":
+            handlers = {"POST": self._evict}
         elif target.subresource == "scale":
             handlers = {"GET": self._get_scale, "PUT": self._write_scale,
                         "PATCH": self._write_scale}
@@ -431,6 +433,11 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         items, resource_version = self.fake.store.delete_collection(
             target.rtype, self._filter(target), dry_run, policy)
         self._send_json(200, self._list_body(target, items, resource_version))
+
+    def _evict(self, target):
+        code, body = eviction.evict(self.fake, target.rtype, target.namespace, target.name,
+                                    self._decode_body(), self.dry_run)
+        self._send_json(code, body)
 
     # ------------------------------------------------------------ scale subresource
 

@@ -14,7 +14,7 @@ import threading
 
 VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "scale": ("get", "patch", "update"),
-                     "log": ("get",)}
+                     "log": ("get",), "eviction": ("create",)}
 
 # apiVersion  kind  plural  scope(N=namespaced, C=cluster)  shortNames(, or -)
 # subresources(, or -)  since(minor version of Kubernetes, or -)
@@ -24,7 +24,7 @@ v1 ConfigMap configmaps N cm - -
 v1 Secret secrets N - - -
 v1 Service services N svc status -
 v1 ServiceAccount serviceaccounts N sa - -
-v1 Pod pods N po status,log -
+v1 Pod pods N po status,log,eviction -
 v1 Node nodes C no status -
 v1 Event events N ev - -
 v1 Endpoints endpoints N ep - -

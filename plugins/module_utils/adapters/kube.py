@@ -24,6 +24,10 @@ class WaitTimeout(GpuPlatformError):
     """A wait ran out of time; ``last`` is the last thing seen."""
 
 
+class EvictionRefused(ToolError):
+    """The API answered an eviction with 429 TooManyRequests (a PodDisruptionBudget); retry later."""
+
+
 class RealClock:
     """Monotonic wall clock. A clock is anything with ``time()`` (seconds) and ``sleep(seconds)``."""
 
@@ -173,6 +177,40 @@ class KubeClient:
                             namespace=namespace, **kwargs)
         return result.to_dict()
 
+    def patch_merge(self, api_version, kind, name, body, namespace=None, dry_run=False):
+        """JSON merge patch (RFC 7386) of ``body``; a value of None removes that field."""
+        res = self.resource(api_version, kind)
+        kwargs = {"content_type": "application/merge-patch+json"}
+        if dry_run:
+            kwargs["dry_run"] = "All"
+        result = self._call("patch %s %s" % (kind, name), self._dyn.patch, res, body=body, name=name,
+                            namespace=namespace, **kwargs)
+        return result.to_dict()
+
+    def evict(self, name, namespace, dry_run=False):
+        """POST a policy/v1 Eviction to ``pods/<name>/eviction``; False when the pod is already gone.
+
+        A 429 (the eviction would violate a PodDisruptionBudget) raises EvictionRefused with the
+        server's message and its causes (which name the budget), so callers can retry.
+        """
+        pods = self.resource("v1", "Pod")
+        eviction = pods.subresources.get("eviction")
+        if eviction is None:
+            raise ToolError("the cluster does not serve pods/eviction. Fix: use a Kubernetes API server that "
+                            "serves the Eviction API (policy/v1, Kubernetes 1.22 or later)")
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+        kwargs = {"dry_run": "All"} if dry_run else {}
+        try:
+            eviction.create(body=body, name=name, namespace=namespace, **kwargs)
+            return True
+        except self._exceptions.NotFoundError:
+            return False
+        except self._exceptions.DynamicApiError as exc:
+            if exc.status == 429:
+                raise EvictionRefused(_api_message(exc, causes=True), status=429)
+            raise ToolError("evict pod %s/%s failed: %s %s" % (namespace, name, exc.status, _api_message(exc)),
+                            status=exc.status)
+
     def delete(self, api_version, kind, name, namespace=None, dry_run=False):
         """Delete; returns False when it was already gone."""
         res = self.resource(api_version, kind)
@@ -219,12 +257,15 @@ class KubeClient:
         return True, (before if current is not None else None), after
 
 
-def _api_message(exc):
-    """The Status message of an API error, else its summary."""
+def _api_message(exc, causes=False):
+    """The Status message of an API error (with its causes' messages if asked), else its summary."""
     body = getattr(exc, "body", None)
     if body:
         try:
-            return json.loads(body).get("message", body)
+            status = json.loads(body)
+            message = status.get("message", body)
         except (ValueError, AttributeError):
             return str(body)
+        extra = [c.get("message") for c in ((status.get("details") or {}).get("causes") or []) if c.get("message")]
+        return " ".join([message] + extra) if causes and extra else message
     return getattr(exc, "summary", lambda: str(exc))()
