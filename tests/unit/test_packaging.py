@@ -252,7 +252,10 @@ def context(artifact, tmp_path_factory):
     (work / "build" / "dist").mkdir(parents=True)
     shutil.copy(artifact, work / "build" / "dist" / ARTIFACT_NAME)
     ctx = work / "context"
-    run([tool("ansible-builder"), "create", "-f", str(work / "execution-environment.yml"), "-c", str(ctx)], cwd=str(work))
+    # The file named, not detected: with podman missing and a docker client present ansible-builder would
+    # write a Dockerfile instead of the Containerfile AWX's image build (podman) uses.
+    run([tool("ansible-builder"), "create", "-f", str(work / "execution-environment.yml"), "-c", str(ctx),
+         "--output-filename", "Containerfile"], cwd=str(work))
     return ctx
 
 
