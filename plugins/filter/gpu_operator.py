@@ -7,13 +7,21 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gpu_operator
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade, gpu_operator
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 
 def gpu_operator_values(settings):
     try:
         return gpu_operator.build_values(settings)
+    except ParamError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+def gpu_operator_driver_upgrade_policy(policy):
+    """The chart's driver.upgradePolicy from the role variable (chart defaults for keys left out)."""
+    try:
+        return driver_upgrade.check_policy(policy)
     except ParamError as exc:
         raise AnsibleFilterError(exc.msg)
 
@@ -31,6 +39,7 @@ class FilterModule:
     def filters(self):
         return {
             "gpu_operator_values": gpu_operator_values,
+            "gpu_operator_driver_upgrade_policy": gpu_operator_driver_upgrade_policy,
             "kube_version_at_least": kube_version_at_least,
             "unready_daemonsets": gpu_operator.unready_daemonsets,
         }

@@ -201,12 +201,22 @@ class DeploymentController(Controller):
 
 
 class DaemonSetController(Controller):
-    """DaemonSet status from the Nodes matching the pod template's nodeSelector."""
+    """DaemonSet status from the Nodes matching the pod template's nodeSelector.
 
-    watches = frozenset({("apps", "DaemonSet"), ("", "Node")})
+    The fake makes no DaemonSet pods; where a simulation made some (the GPU Operator's driver pods), an
+    ``OnDelete`` DaemonSet counts as updated only its pods labelled with its current ``pod-template-generation``.
+    """
+
+    watches = frozenset({("apps", "DaemonSet"), ("", "Node"), ("", "Pod")})
 
     def handle(self, event):
-        if event.kind == "Node":
+        if event.kind == "Pod":
+            for ref in event.obj["metadata"].get("ownerReferences") or []:
+                daemonset = self.store.get("apps/v1", "DaemonSet", ref["name"], event.namespace) \
+                    if ref.get("kind") == "DaemonSet" else None
+                if daemonset is not None:
+                    self._sync(daemonset)
+        elif event.kind == "Node":
             for daemonset in self.store.list("apps/v1", "DaemonSet"):
                 self._sync(daemonset)
         elif event.type != "DELETED":
@@ -221,9 +231,17 @@ class DaemonSetController(Controller):
         desired = sum(1 for node in self.store.list("v1", "Node")
                       if selector.matches(node["metadata"].get("labels")))
         ready = 0 if never_ready(template) else desired
+        updated = desired
+        if ((daemonset.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete":
+            meta = daemonset["metadata"]
+            pods = [p for p in self.store.list("v1", "Pod", meta.get("namespace")) if controlled_by(p, meta["uid"])]
+            if pods:
+                generation = str(meta["generation"])
+                updated = min(desired, sum(1 for p in pods if (p["metadata"].get("labels") or {}).get(
+                    "pod-template-generation") == generation))
         status = {"currentNumberScheduled": desired, "desiredNumberScheduled": desired,
                   "numberMisscheduled": 0, "numberReady": ready, "numberAvailable": ready,
-                  "updatedNumberScheduled": desired,
+                  "updatedNumberScheduled": updated,
                   "observedGeneration": daemonset["metadata"]["generation"]}
         if desired > ready:
             status["numberUnavailable"] = desired - ready

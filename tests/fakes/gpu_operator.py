@@ -85,40 +85,43 @@ class SimulatedGpuOperator(Controller):
                 if existing is not None:  # a disabled operand goes away, and its pods with it (GC)
                     self.store.delete("apps/v1", "DaemonSet", name, self.namespace)
                 continue
+            template = self._template(spec, component, name)
             if existing is not None:
+                if component == "driver" and existing["spec"].get("template") != template:
+                    # A new driver version re-renders the template; OnDelete: the pods stay until replaced
+                    # (tests/fakes/driver_upgrade.py plays the operator's upgrade controller that replaces them).
+                    self.store.modify("apps/v1", "DaemonSet", name, lambda ds, t=template: _set_template(ds, t),
+                                      self.namespace)
                 continue
-            labels = {"app": name, "app.kubernetes.io/part-of": "nvidia-gpu"}
-            if name in self.never_ready:
-                labels[NEVER_READY] = "true"
+            daemonset_spec = {"selector": {"matchLabels": {"app": name}}, "template": template}
+            if component == "driver":
+                daemonset_spec["updateStrategy"] = {"type": "OnDelete"}  # as the operator renders its driver
             self.store.create({
                 "apiVersion": "apps/v1", "kind": "DaemonSet",
                 "metadata": {"name": name, "namespace": self.namespace, "labels": {"app": name},
                              "ownerReferences": [{"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
                                                   "name": policy["metadata"]["name"],
                                                   "uid": policy["metadata"]["uid"], "controller": True}]},
-                "spec": {"selector": {"matchLabels": {"app": name}},
-                         "template": {"metadata": {"labels": labels},
-                                      "spec": {"nodeSelector": {GPU_NODE_LABEL: "true"},
-                                               "containers": [{"name": name, "image": "nvcr.io/nvidia/" + name}]}}},
+                "spec": daemonset_spec,
             })
             if component == "driver":
                 self._driver_pods(self.store.get("apps/v1", "DaemonSet", name, self.namespace))
 
+    def _template(self, spec, component, name):
+        labels = {"app": name, "app.kubernetes.io/part-of": "nvidia-gpu"}
+        if name in self.never_ready:
+            labels[NEVER_READY] = "true"
+        image = "nvcr.io/nvidia/" + name
+        version = (spec.get("driver") or {}).get("version") if component == "driver" else None
+        if version:
+            image = "nvcr.io/nvidia/driver:%s-ubuntu24.04" % version
+        return {"metadata": {"labels": labels},
+                "spec": {"nodeSelector": {GPU_NODE_LABEL: "true"}, "containers": [{"name": name, "image": image}]}}
+
     def _driver_pods(self, daemonset):
         """The driver container's pods, one per GPU node, as gpu_driver_mode finds them."""
-        meta = daemonset["metadata"]
         for node in self.store.list("v1", "Node", label_selector=GPU_NODE_LABEL + "=true"):
-            node_name = node["metadata"]["name"]
-            self.store.create({
-                "apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": "%s-%s" % (meta["name"], node_name), "namespace": meta["namespace"],
-                             "labels": {"app": meta["name"]},
-                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": meta["name"],
-                                                  "uid": meta["uid"], "controller": True}]},
-                "spec": {"nodeName": node_name, "containers": [{"name": "nvidia-driver-ctr",
-                                                                "image": "nvcr.io/nvidia/driver"}]},
-                "status": {"phase": "Running"},
-            })
+            self.store.create(driver_pod(daemonset, node["metadata"]["name"]))
 
     def _set_state(self, policy):
         operands = [ds for ds in self.store.list("apps/v1", "DaemonSet", self.namespace)
@@ -129,6 +132,28 @@ class SimulatedGpuOperator(Controller):
         state = "ready" if ready else "notReady"
         if (policy.get("status") or {}).get("state") != state:
             set_status(self.store, policy, dict(policy.get("status") or {}, state=state, namespace=self.namespace))
+
+
+def _set_template(daemonset, template):
+    daemonset["spec"]["template"] = template
+    return daemonset
+
+
+def driver_pod(daemonset, node_name):
+    """A driver pod of ``daemonset``'s current template on ``node_name``, labelled as a DaemonSet's pods are
+    (``pod-template-generation``); its image carries the template's driver version tag."""
+    meta = daemonset["metadata"]
+    containers = daemonset["spec"]["template"]["spec"]["containers"]
+    image = containers[0]["image"] if ":" in containers[0]["image"] else "nvcr.io/nvidia/driver"
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "%s-%s" % (meta["name"], node_name), "namespace": meta["namespace"],
+                     "labels": {"app": meta["name"], "pod-template-generation": str(meta.get("generation", 1))},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": meta["name"],
+                                          "uid": meta["uid"], "controller": True}]},
+        "spec": {"nodeName": node_name, "containers": [{"name": "nvidia-driver-ctr", "image": image}]},
+        "status": {"phase": "Running"},
+    }
 
 
 class SimulatedDevicePlugin(Controller):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import re
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm_release import deep_merge
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
@@ -97,6 +97,11 @@ def build_values(settings):
     }
     if driver and driver_version:
         values["driver"]["version"] = str(driver_version)
+    if "driver_upgrade_policy" in settings:
+        # Checked whoever owns the driver (a bad value is refused either way); used only when the operator does.
+        policy = driver_upgrade.check_policy(settings["driver_upgrade_policy"])
+        if driver:
+            values["driver"]["upgradePolicy"] = policy
     if values["dcgmExporter"]["serviceMonitor"]["enabled"] and not values["dcgmExporter"]["enabled"]:
         raise ParamError("gpu_operator_dcgm_exporter_service_monitor", "is true but the DCGM exporter is disabled",
                          "enable gpu_operator_dcgm_exporter_enabled or turn the ServiceMonitor off")

@@ -1,0 +1,19 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of playbooks/upgrade.yml; the logic is in module_utils/domain/driver_upgrade.py."""
+
+from __future__ import annotations
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade
+
+
+def host_driver_upgrade_needed(gpu_host, plan):
+    return driver_upgrade.host_upgrade_needed(gpu_host, plan)
+
+
+class FilterModule:
+    """Upgrade filters."""
+
+    def filters(self):
+        return {"host_driver_upgrade_needed": host_driver_upgrade_needed}
