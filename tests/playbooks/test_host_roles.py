@@ -2,28 +2,17 @@
 refusal comes before the first task that could change anything)."""
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.playbooks.localhost import run_on_localhost
 
 
 def run_role(tmp_path, role, role_vars, *args):
     play = [{"name": "role", "hosts": "localhost", "gather_facts": False, "connection": "local",
              "roles": [{"role": "gpu_platform.cluster." + role, "vars": role_vars}]}]
-    path = tmp_path / "play.json"
-    path.write_text(json.dumps(play))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / "build" / "collections"),
-               ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json")
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
-               "-e", "ansible_python_interpreter=" + sys.executable, str(path), *args]
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, check=False, timeout=300)
-    data = json.loads(proc.stdout)
+    data = run_on_localhost(tmp_path, play, *args)
     stats = data["stats"]["localhost"]
     messages = [res.get("msg", "") for playdata in data["plays"] for task in playdata["tasks"]
                 for res in task["hosts"].values() if res.get("failed")]

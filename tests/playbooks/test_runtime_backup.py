@@ -6,11 +6,9 @@ import hashlib
 import json
 import os
 import stat
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.playbooks.localhost import run_on_localhost
+
 ORIGINAL = b"version = 2\n# the node's own containerd config, before the platform\n"
 USER_DROPIN = b"# an operator's own drop-in\n"
 
@@ -19,14 +17,7 @@ def run_tasks(tmp_path, tasks_from, role_vars, *args):
     play = [{"name": tasks_from, "hosts": "localhost", "gather_facts": False, "connection": "local",
              "tasks": [{"name": "host_driver " + tasks_from, "ansible.builtin.include_role": {
                  "name": "gpu_platform.cluster.host_driver", "tasks_from": tasks_from}, "vars": role_vars}]}]
-    path = tmp_path / ("%s.json" % tasks_from)
-    path.write_text(json.dumps(play))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / "build" / "collections"),
-               ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json")
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
-               "-e", "ansible_python_interpreter=" + sys.executable, str(path), *args]
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, check=False, timeout=300)
-    data = json.loads(proc.stdout)
+    data = run_on_localhost(tmp_path, play, *args)
     results = {task["task"]["name"].split(" : ")[-1]: task["hosts"]["localhost"] for p in data["plays"] for task in p["tasks"]}
     return data["stats"]["localhost"], results
 

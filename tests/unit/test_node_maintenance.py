@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_maintenance as nm
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 
@@ -83,7 +84,7 @@ def test_bad_options_name_the_field_and_the_fix(params, start):
     ("app=web,tier in (a,b),!skip", {"app": "web", "tier": "b", "skip": "1"}, False),
 ])
 def test_selector(selector, labels, matches):
-    assert nm.selector_matches(nm.parse_selector("pod_selector", selector), labels) is matches
+    assert validate.selector_matches(validate.parse_selector("pod_selector", selector), labels) is matches
 
 
 # -- pod rules -----------------------------------------------------------------------------------

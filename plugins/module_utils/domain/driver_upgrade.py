@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import re
 
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
@@ -86,25 +87,6 @@ _KINDS = {
     "drain.deleteEmptyDir": "bool",
 }
 PERCENT = re.compile(r"^(\d{1,3})%$")
-# One requirement of a label selector: key, key=value, key==value, key!=value, !key, key in (a,b), key notin (a,b).
-_KEY = r"(?:[A-Za-z0-9][-A-Za-z0-9_.]*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
-_VALUE = r"(?:[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
-_REQUIREMENT = re.compile(r"^\s*(?:!\s*%s|%s\s*(?:(?:==?|!=)\s*%s|\s(?:in|notin)\s*\(\s*%s(?:\s*,\s*%s)*\s*\))?)\s*$"
-                          % (_KEY, _KEY, _VALUE, _VALUE, _VALUE))
-
-
-def _split_selector(text):
-    """Split on commas outside parentheses."""
-    parts, depth, current = [], 0, ""
-    for char in text:
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    parts.append(current)
-    return parts
 
 
 def check_selector(field, value):
@@ -112,8 +94,10 @@ def check_selector(field, value):
     if not isinstance(value, str):
         raise ParamError(field, "%r is not a label selector string" % (value,),
                          "give a selector such as app=training or leave it empty")
-    if value.strip() and not all(_REQUIREMENT.match(part) for part in _split_selector(value)):
-        raise ParamError(field, "%r is not a label selector" % value,
+    try:
+        validate.parse_selector(field, value)
+    except ParamError as err:
+        raise ParamError(field, "%r is not a label selector (%s)" % (value, err.msg.split(": ", 1)[-1].split(". Fix:")[0]),
                          "use key=value, key!=value, key in (a,b) or !key, joined by commas")
     return value
 

@@ -16,7 +16,6 @@ driver-upgrade drain ``podSelector``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
@@ -29,9 +28,6 @@ EMPTYDIR_OPTION = "delete_emptydir_data"
 FORCE_OPTION = "force"
 DEFAULT_TIMEOUT = "5m"
 
-_SET_TERM = re.compile(r"^(?P<key>[^\s!=(),]+)\s+(?P<op>in|notin)\s*\((?P<values>[^()]*)\)$")
-_OP_TERM = re.compile(r"^(?P<key>[^\s!=(),]+)\s*(?P<op>==|!=|=)\s*(?P<value>[^\s!=(),]*)$")
-_EXISTS_TERM = re.compile(r"^(?P<neg>!?)\s*(?P<key>[^\s!=(),]+)$")
 
 
 @dataclass(frozen=True)
@@ -87,73 +83,6 @@ def _bool(field_name, value):
     return value
 
 
-def _label_value(field_name, term, value):
-    if len(value) > 63 or not validate.LABEL_VALUE.match(value):
-        raise ParamError(field_name, "%r in %r is not a valid label value" % (value, term),
-                         "use at most 63 characters: letters, digits, '-', '_' and '.'")
-    return value
-
-
-def parse_selector(field_name, text):
-    """A label selector string -> requirements (key, op, value or frozenset); ParamError if bad."""
-    if text is None or not str(text).strip():
-        return ()
-    text = str(text)
-    terms, depth, current = [], 0, ""
-    for char in text:
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            terms.append(current.strip())
-            current = ""
-        else:
-            current += char
-    terms.append(current.strip())
-    requirements = []
-    fix = "write it as kubectl -l takes it, e.g. app=trainer,tier!=system or app in (a,b)"
-    for term in terms:
-        if not term:
-            raise ParamError(field_name, "%r has an empty term" % text, fix)
-        match = _SET_TERM.match(term)
-        if match:
-            values = frozenset(v.strip() for v in match.group("values").split(",") if v.strip())
-            if not values:
-                raise ParamError(field_name, "%r lists no values" % term, fix)
-            validate.label_key(field_name, match.group("key"))
-            for value in values:
-                _label_value(field_name, term, value)
-            requirements.append((match.group("key"), match.group("op"), values))
-            continue
-        match = _OP_TERM.match(term)
-        if match:
-            validate.label_key(field_name, match.group("key"))
-            operator = "!=" if match.group("op") == "!=" else "="
-            requirements.append((match.group("key"), operator,
-                                 _label_value(field_name, term, match.group("value"))))
-            continue
-        match = _EXISTS_TERM.match(term)
-        if not match:
-            raise ParamError(field_name, "cannot parse %r in %r" % (term, text), fix)
-        validate.label_key(field_name, match.group("key"))
-        requirements.append((match.group("key"), "!exists" if match.group("neg") else "exists", None))
-    return tuple(requirements)
-
-
-def selector_matches(requirements, labels):
-    """Whether ``labels`` satisfy every requirement (the empty selector matches all)."""
-    labels = labels or {}
-    for key, operator, value in requirements:
-        present, actual = key in labels, labels.get(key)
-        ok = {"=": present and actual == value,
-              "!=": not present or actual != value,
-              "in": present and actual in (value or ()),
-              "notin": not present or actual not in (value or ()),
-              "exists": present,
-              "!exists": not present}[operator]
-        if not ok:
-            return False
-    return True
-
-
 def options(params):
     """Validated Options from the module's params (unset options at their defaults)."""
     name = params.get("name")
@@ -173,7 +102,7 @@ def options(params):
         name=name, state=state,
         delete_emptydir_data=_bool(EMPTYDIR_OPTION, params.get(EMPTYDIR_OPTION, False)),
         force=_bool(FORCE_OPTION, params.get(FORCE_OPTION, False)),
-        pod_selector=selector_text.strip(), selector=parse_selector("pod_selector", selector_text),
+        pod_selector=selector_text.strip(), selector=validate.parse_selector("pod_selector", selector_text),
         timeout=validate.duration_seconds("wait_timeout", DEFAULT_TIMEOUT if params.get("wait_timeout") is None
                                           else params["wait_timeout"]))
 
@@ -201,7 +130,7 @@ def decide(pod, opts):
     """One pod: ("skip", reason) | ("wait", reason) | ("evict", None) | ("block", [(reason, option)])."""
     meta = pod.get("metadata") or {}
     phase = (pod.get("status") or {}).get("phase")
-    if opts.selector and not selector_matches(opts.selector, meta.get("labels")):
+    if opts.selector and not validate.selector_matches(opts.selector, meta.get("labels")):
         return "skip", "does not match pod_selector %s" % opts.pod_selector
     if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
         return "skip", "mirror pod of a static pod (the kubelet owns it; the API cannot evict it)"

@@ -163,3 +163,76 @@ def pinned_image(field, value):
         raise ParamError(field, "%r uses the tag latest, which is not pinned" % value,
                          "pin a fixed tag or a digest (@sha256:...)")
     return text
+
+
+# Label selectors as kubectl -l takes them (node_maintenance's pod_selector, the driver upgrade policy's podSelector).
+_SET_TERM = re.compile(r"^(?P<key>[^\s!=(),]+)\s+(?P<op>in|notin)\s*\((?P<values>[^()]*)\)$")
+_OP_TERM = re.compile(r"^(?P<key>[^\s!=(),]+)\s*(?P<op>==|!=|=)\s*(?P<value>[^\s!=(),]*)$")
+_EXISTS_TERM = re.compile(r"^(?P<neg>!?)\s*(?P<key>[^\s!=(),]+)$")
+
+
+def _selector_value(field_name, term, value):
+    if len(value) > 63 or not LABEL_VALUE.match(value):
+        raise ParamError(field_name, "%r in %r is not a valid label value" % (value, term),
+                         "use at most 63 characters: letters, digits, '-', '_' and '.'")
+    return value
+
+
+def parse_selector(field_name, text):
+    """A label selector string -> requirements (key, op, value or frozenset); ParamError if bad."""
+    if text is None or not str(text).strip():
+        return ()
+    text = str(text)
+    terms, depth, current = [], 0, ""
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            terms.append(current.strip())
+            current = ""
+        else:
+            current += char
+    terms.append(current.strip())
+    requirements = []
+    fix = "write it as kubectl -l takes it, e.g. app=trainer,tier!=system or app in (a,b)"
+    for term in terms:
+        if not term:
+            raise ParamError(field_name, "%r has an empty term" % text, fix)
+        match = _SET_TERM.match(term)
+        if match:
+            values = frozenset(v.strip() for v in match.group("values").split(",") if v.strip())
+            if not values:
+                raise ParamError(field_name, "%r lists no values" % term, fix)
+            label_key(field_name, match.group("key"))
+            for value in values:
+                _selector_value(field_name, term, value)
+            requirements.append((match.group("key"), match.group("op"), values))
+            continue
+        match = _OP_TERM.match(term)
+        if match:
+            label_key(field_name, match.group("key"))
+            operator = "!=" if match.group("op") == "!=" else "="
+            requirements.append((match.group("key"), operator,
+                                 _selector_value(field_name, term, match.group("value"))))
+            continue
+        match = _EXISTS_TERM.match(term)
+        if not match:
+            raise ParamError(field_name, "cannot parse %r in %r" % (term, text), fix)
+        label_key(field_name, match.group("key"))
+        requirements.append((match.group("key"), "!exists" if match.group("neg") else "exists", None))
+    return tuple(requirements)
+
+
+def selector_matches(requirements, labels):
+    """Whether ``labels`` satisfy every requirement (the empty selector matches all)."""
+    labels = labels or {}
+    for key, operator, value in requirements:
+        present, actual = key in labels, labels.get(key)
+        ok = {"=": present and actual == value,
+              "!=": not present or actual != value,
+              "in": present and actual in (value or ()),
+              "notin": not present or actual not in (value or ()),
+              "exists": present,
+              "!exists": not present}[operator]
+        if not ok:
+            return False
+    return True
