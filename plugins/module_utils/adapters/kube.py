@@ -168,22 +168,16 @@ class KubeClient:
 
     def patch_labels(self, api_version, kind, name, labels, namespace=None, dry_run=False):
         """Merge-patch labels; a value of None removes that label."""
-        res = self.resource(api_version, kind)
-        body = {"metadata": {"labels": labels}}
-        kwargs = {"content_type": "application/merge-patch+json"}
-        if dry_run:
-            kwargs["dry_run"] = "All"
-        result = self._call("label %s %s" % (kind, name), self._dyn.patch, res, body=body, name=name,
-                            namespace=namespace, **kwargs)
-        return result.to_dict()
+        return self.patch_merge(api_version, kind, name, {"metadata": {"labels": labels}}, namespace=namespace,
+                                dry_run=dry_run, what="label")
 
-    def patch_merge(self, api_version, kind, name, body, namespace=None, dry_run=False):
+    def patch_merge(self, api_version, kind, name, body, namespace=None, dry_run=False, what="patch"):
         """JSON merge patch (RFC 7386) of ``body``; a value of None removes that field."""
         res = self.resource(api_version, kind)
         kwargs = {"content_type": "application/merge-patch+json"}
         if dry_run:
             kwargs["dry_run"] = "All"
-        result = self._call("patch %s %s" % (kind, name), self._dyn.patch, res, body=body, name=name,
+        result = self._call("%s %s %s" % (what, kind, name), self._dyn.patch, res, body=body, name=name,
                             namespace=namespace, **kwargs)
         return result.to_dict()
 
