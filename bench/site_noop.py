@@ -177,7 +177,7 @@ def environment(directory, bindir):
     return env
 
 
-def measure_direct(nodes, runs, smoke, charts):
+def measure_direct(nodes, runs, smoke, charts, show_writes=False):
     with tempfile.TemporaryDirectory(prefix="site-noop-") as tmp:
         api, repo = cluster(nodes, charts)
         try:
@@ -198,6 +198,11 @@ def measure_direct(nodes, runs, smoke, charts):
                              % (nodes, failures, changed, changed_tasks(output)[:20]))
                 helm = collections.Counter(log.read_text().split())
                 samples.append((elapsed, verbs(api.request_log), helm))
+                if show_writes:
+                    for entry in api.request_log:
+                        if entry["method"] != "GET":
+                            print("  %d nodes, no-op write: %s %s %s -> %s" % (
+                                nodes, entry["method"], entry["path"], entry["query"], entry["code"]))
             floor = statistics.median(run(floor_play(tmp), inv, env)[0] for dummy in range(runs))
         finally:
             api.stop()
@@ -232,11 +237,12 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="no-op runs per size (median)")
     parser.add_argument("--smoke", action="store_true", help="keep the smoke tests on")
     parser.add_argument("--render", action="store_true", help="also the offline render-mode (make demo) no-op")
+    parser.add_argument("--show-writes", action="store_true", help="print each write request of the no-op runs")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="site-noop-charts-") as charts_dir:
         cache = ChartCache(charts_dir)
         charts = [cache.get(FIXTURE_CHARTS_DIR / name, version=version) for name, version in CHARTS]
-        rows = [measure_direct(nodes, args.runs, args.smoke, charts) for nodes in args.nodes]
+        rows = [measure_direct(nodes, args.runs, args.smoke, charts, args.show_writes) for nodes in args.nodes]
     print("site.yml direct mode, second run (no-op), median of %d; smoke tests %s" % (
         args.runs, "on" if args.smoke else "off"))
     print("| nodes | first run | no-op | floor | no-op/floor | changed | discovery | gets | lists | watches "
