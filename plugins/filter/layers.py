@@ -8,7 +8,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    dra, monitoring, scheduling, sharing, smoke, validate)
+    dra, monitoring, objects, scheduling, sharing, smoke, validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 
@@ -61,10 +61,6 @@ def dra_driver_node_labels(gpus_enabled=True):
     return dra.node_labels(gpus_enabled)
 
 
-def node_label_objects(names, labels):
-    """Partial Node objects that carry only ``labels`` (for server-side apply of just those labels)."""
-    return [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": dict(labels)}}
-            for name in names or []]
 
 
 def namespace_objects(names, labels=None):
@@ -112,6 +108,6 @@ class FilterModule:
                 "monitoring_dashboard": monitoring_dashboard,
                 "namespace_objects": namespace_objects, "dra_driver_values": dra_driver_values,
                 "dra_driver_check": dra_driver_check, "dra_driver_gpu_operator_values": dra_driver_gpu_operator_values,
-                "dra_driver_node_labels": dra_driver_node_labels, "node_label_objects": node_label_objects,
+                "dra_driver_node_labels": dra_driver_node_labels, "node_label_objects": objects.node_label_objects,
                 "smoke_tests_plan": smoke_tests_plan, "smoke_tests_summary": smoke_tests_summary,
                 "smoke_tests_collect": smoke_tests_collect}

@@ -420,3 +420,23 @@ def test_assign_nodes_refuses_overlapping_selectors():
     with pytest.raises(Refusal) as info:
         sharing.assign_nodes(pools, [node("n7", gpu="a100", zone="b")])
     assert "n7" in str(info.value) and "training, inference" in str(info.value) and "Fix:" in str(info.value)
+
+
+def test_label_objects_only_for_nodes_whose_config_label_differs():
+    from ansible_collections.gpu_platform.cluster.plugins.filter import gpu_sharing as sharing_filters
+    key = "nvidia.com/device-plugin.config"
+
+    def node(name, labels):
+        return {"metadata": {"name": name, "labels": labels}}
+
+    found = [{"item": {"pool": "inference", "labels": {key: "inference"}},
+              "resources": [node("a", {key: "inference"}), node("b", {key: "default"}), node("c", {})]},
+             {"item": {"pool": "training", "labels": {key: "training"}}, "resources": [node("d", None)]},
+             {"item": {"pool": "empty", "labels": {key: "empty"}}}]
+    objs = sharing_filters.gpu_sharing_label_objects(found)
+    assert [(o["metadata"]["name"], o["metadata"]["labels"]) for o in objs] == [
+        ("b", {key: "inference"}), ("c", {key: "inference"}), ("d", {key: "training"})]
+    assert all(o["apiVersion"] == "v1" and o["kind"] == "Node" and set(o) == {"apiVersion", "kind", "metadata"}
+               for o in objs), "partial objects: server-side apply sets the label and nothing else"
+    # Every node already labelled: nothing to apply, so the role's task is skipped and makes no request.
+    assert sharing_filters.gpu_sharing_label_objects([{"item": found[0]["item"], "resources": [node("a", {key: "inference"})]}]) == []

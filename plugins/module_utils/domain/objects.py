@@ -37,3 +37,9 @@ def differs(current, proposed):
 def identity(obj):
     meta = obj.get("metadata") or {}
     return "%s %s%s" % (obj.get("kind"), (meta.get("namespace") + "/") if meta.get("namespace") else "", meta.get("name"))
+
+
+def node_label_objects(names, labels):
+    """Partial Node objects that carry only ``labels``: server-side apply of them sets just those labels."""
+    return [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": dict(labels)}}
+            for name in names or []]
