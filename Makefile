@@ -140,6 +140,11 @@ bench: setup
 	python bench/helm_noop.py --helm $(TOOLS)/bin/helm4
 	python bench/mig_rollout.py
 
+# site.yml's no-op at 10, 100 and 1,000 fake GPU nodes against the Ansible floor (tens of minutes).
+.PHONY: bench-site
+bench-site: setup
+	python bench/site_noop.py --render
+
 # The host roles' converge and idempotent re-run in the molecule/hosts container (minutes).
 bench-hosts: setup host-image
 	CONTAINERS_CONF=$(HOST_CONTAINERS_CONF) python bench/host_noop.py
