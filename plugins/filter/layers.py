@@ -61,8 +61,6 @@ def dra_driver_node_labels(gpus_enabled=True):
     return dra.node_labels(gpus_enabled)
 
 
-
-
 def namespace_objects(names, labels=None):
     """Namespace objects for ``names`` (each checked as a DNS-1123 label), with ``labels``."""
     try:

@@ -29,7 +29,6 @@ FORCE_OPTION = "force"
 DEFAULT_TIMEOUT = "5m"
 
 
-
 @dataclass(frozen=True)
 class Options:
     """The module's options, validated."""
