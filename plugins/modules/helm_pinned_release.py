@@ -15,7 +15,10 @@ description:
     Flux or Argo CD objects for GitOps.
   - Option names follow M(kubernetes.core.helm), so a task can switch by changing the module name.
   - A run whose release is already deployed with the same chart, version and user values is a no-op that
-    never contacts the chart repository (two C(helm) reads, no chart download).
+    never contacts the chart repository and starts no C(helm) process. The releases are read from helm's
+    release Secrets through the Kubernetes API (one list, the one C(helm list -A) makes), so no chart is
+    downloaded and no helm is run; with C(HELM_DRIVER) set to another storage (C(configmap), C(sql)) helm
+    reads them instead.
   - A release left C(failed), C(pending-install), C(pending-upgrade), C(pending-rollback) or C(uninstalling) is
     reported and repaired (rolled back to its last good revision, upgraded, or reinstalled), never skipped.
   - Refuses to install a second release of the same chart in another namespace and names the existing one.
@@ -116,11 +119,13 @@ notes:
   - "Helm runs on the host that runs the task; for a cluster task that is usually the controller
     (C(connection: local) or C(delegate_to: localhost))."
   - The no-op check compares the deployed chart name, version, status and user-supplied values
-    (C(helm get values)); changes made to live objects outside Helm are not detected.
+    (what C(helm get values) prints); changes made to live objects outside Helm are not detected.
+  - Reading the releases needs the right to list Secrets in every namespace, as C(helm list -A) does; the
+    cross-namespace check (a second release of the same chart) needs it too.
   - With O(render_to), O(chart_sha256) is recorded as an annotation; Flux and Argo CD do not verify an archive digest.
 requirements:
   - helm 3.x or 4.x (not needed with O(render_to))
-  - kubernetes (Python library; only when O(create_namespace=true))
+  - kubernetes (Python library; not needed with O(render_to))
   - PyYAML
 seealso:
   - module: kubernetes.core.helm

@@ -43,6 +43,18 @@ options:
     type: str
     choices: [present, absent]
     default: present
+  unserved:
+    description:
+      - What to do with an object whose kind the cluster does not serve (its operator or CRD is not installed).
+        Every object's kind is checked before any write.
+      - V(fail) stops before anything is applied, naming each kind the cluster lacks.
+      - V(skip) leaves those objects out and names them in RV(skipped), for optional kinds such as the Prometheus
+        Operator's.
+      - Not used with O(render_to) (nothing asks a cluster there). With O(state=absent), an unserved kind has
+        nothing left to delete and is passed over.
+    type: str
+    choices: [fail, skip]
+    default: fail
   source:
     description: Named in the header of rendered files (which layer wrote them).
     type: str
@@ -60,6 +72,12 @@ EXAMPLES = r"""
         metadata: {name: gpu, namespace: vision}
         spec: {clusterQueue: vision}
 
+- name: Prometheus Operator objects where its CRDs are installed (left out, and named, where they are not)
+  gpu_platform.cluster.manifests:
+    objects: "{{ my_service_monitors }}"
+    unserved: skip
+  register: monitors
+
 - name: The same, into a GitOps folder
   gpu_platform.cluster.manifests:
     objects: "{{ my_objects }}"
@@ -75,6 +93,11 @@ objects:
   elements: str
 changed_objects:
   description: The objects that were (or in check mode would be) applied.
+  returned: on the cluster, state present
+  type: list
+  elements: str
+skipped:
+  description: With O(unserved=skip), the objects left out because the cluster does not serve their kind (C(Kind namespace/name)).
   returned: on the cluster, state present
   type: list
   elements: str
@@ -101,6 +124,7 @@ ARGUMENT_SPEC = shared.combine(
     objects={"type": "list", "elements": "dict", "required": True},
     state={"type": "str", "choices": ["present", "absent"], "default": "present"},
     source={"type": "str", "default": ""},
+    unserved={"type": "str", "choices": ["fail", "skip"], "default": "fail"},
 )
 
 

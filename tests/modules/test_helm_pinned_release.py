@@ -36,8 +36,23 @@ def test_install_then_noop_never_touches_the_repository(hm):
     assert again["changed"] is False and again["action"] == "none"
     assert hm.repo.count() == 0
     assert hm.api.writes() == []
-    assert [c.split()[1] for c in again["commands"]] == ["list", "get"]
+    assert again["commands"] == [], "a converged release is read from its Secret, with no helm process"
+    reads = [(e["method"], e["path"], e["query"].get("labelSelector")) for e in hm.api.request_log
+             if e["path"].endswith("/secrets")]
+    assert reads == [("GET", "/api/v1/secrets", "owner=helm")], "one LIST of every release, as helm list -A"
     assert sorted(hm.releases()) == [1]
+
+
+def test_another_storage_driver_is_read_through_helm(hm, monkeypatch):
+    hm.run()
+    monkeypatch.setenv("HELM_DRIVER", "secret")
+    failed, result = hm.run()
+    assert not failed and result["commands"] == []
+    monkeypatch.setenv("HELM_DRIVER", "configmap")
+    failed, result = hm.run(check_mode=True)
+    assert not failed, result
+    assert result["action"] == "install", "helm's configmap storage holds no release yet: helm said so, not the Secrets"
+    assert [c.split()[1] for c in result["commands"]] == ["list"]
 
 
 def test_diff_mode_upgrade_shows_version_and_values(hm):

@@ -82,3 +82,34 @@ def test_bad_objects_are_refused_before_any_write(api, objects, words):
     failed, result = run(api, objects=objects)
     assert failed and words in result["msg"] and "Fix:" in result["msg"]
     assert api.writes() == []
+
+
+WIDGET = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "team-a"}}
+
+
+def test_an_unserved_kind_fails_before_any_write_naming_it(api):
+    failed, result = run(api, objects=OBJECTS + [WIDGET])
+    assert failed and "does not serve example.com/v1 Widget, so nothing was applied" in result["msg"]
+    assert "unserved: skip" in result["msg"]
+    assert api.writes() == [], "the Namespace and ConfigMap before the Widget are not applied either"
+
+
+def test_unserved_skip_applies_the_rest_and_names_what_it_left_out(api):
+    failed, result = run(api, objects=OBJECTS + [WIDGET], unserved="skip")
+    assert not failed, result.get("msg")
+    assert result["skipped"] == ["Widget team-a/w"]
+    assert result["changed_objects"] == ["Namespace team-a", "ConfigMap team-a/settings"]
+    api.clear_log()
+    failed, again = run(api, objects=OBJECTS + [WIDGET], unserved="skip")
+    assert not failed and again["changed"] is False and again["skipped"] == ["Widget team-a/w"]
+    assert api.writes() == []
+    failed, removed = run(api, objects=OBJECTS + [WIDGET], state="absent")
+    assert not failed and removed["removed"] == ["configmap-team-a-settings.yaml", "namespace-team-a.yaml"]
+
+
+def test_a_bad_unserved_choice_names_the_option():
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import manifests
+    with pytest.raises(ParamError) as err:
+        manifests.run({"objects": OBJECTS, "unserved": "ignore"}, kube_factory=None)
+    assert "unserved" in str(err.value) and "fail or skip" in str(err.value)

@@ -173,3 +173,74 @@ def test_release_summary_from_list_entry_and_release_object():
             "chart": {"metadata": {"name": "gpu-operator", "version": "v26.7.0", "appVersion": "v26.7.0"}}}
     assert d.release_summary(req, full) == {"name": "gpu-operator", "namespace": "gpu-operator", "chart": "gpu-operator",
                                             "version": "v26.7.0", "app_version": "v26.7.0", "revision": 4, "status": "deployed"}
+
+
+def release_secret(name, namespace, version, status, chart="gpu-operator", chart_version="v26.7.0", config=None,
+                   gzipped=True, kind="helm.sh/release.v1"):
+    """A release Secret as the API returns it in JSON: data.release is base64 of helm's base64 of gzip'd JSON."""
+    import base64
+    import gzip
+    import json
+    record = {"name": name, "namespace": namespace, "version": version,
+              "info": {"status": status, "last_deployed": "2026-11-24T00:00:00Z"},
+              "chart": {"metadata": {"name": chart, "version": chart_version, "appVersion": chart_version}},
+              "manifest": "", "config": config}
+    raw = json.dumps(record).encode()
+    helm_text = base64.b64encode(gzip.compress(raw) if gzipped else raw)
+    return {"metadata": {"name": "sh.helm.release.v1.%s.v%d" % (name, version), "namespace": namespace,
+                         "labels": {"owner": "helm", "name": name, "status": status, "version": str(version)}},
+            "type": kind, "data": {"release": base64.b64encode(helm_text).decode()}}
+
+
+def test_releases_from_secrets_are_helm_list_and_get_values():
+    secrets = [
+        release_secret("gpu-operator", "gpu-operator", 1, "superseded", chart_version="v25.10.0"),
+        release_secret("gpu-operator", "gpu-operator", 2, "deployed", config={"driver": {"enabled": False}}),
+        release_secret("kueue", "kueue-system", 1, "failed", chart="kueue", chart_version="0.19.2", gzipped=False),
+        release_secret("old", "tools", 3, "superseded", chart="old", chart_version="1.0.0"),
+        release_secret("x", "tools", 1, "deployed", kind="Opaque"),
+    ]
+    entries, values = d.releases_from_secrets(secrets)
+    assert entries == [
+        {"name": "gpu-operator", "namespace": "gpu-operator", "revision": "2", "status": "deployed",
+         "chart": "gpu-operator-v26.7.0", "app_version": "v26.7.0", "updated": "2026-11-24T00:00:00Z"},
+        {"name": "kueue", "namespace": "kueue-system", "revision": "1", "status": "failed",
+         "chart": "kueue-0.19.2", "app_version": "0.19.2", "updated": "2026-11-24T00:00:00Z"},
+    ], "latest revision per release; a release whose latest revision is superseded is not listed, nor a non-release"
+    assert values == {("gpu-operator", "gpu-operator"): {"driver": {"enabled": False}}, ("kueue-system", "kueue"): {}}
+    # the entries feed the same plan as helm's own JSON
+    plan = d.plan_present(request(), d.find_release(entries, "gpu-operator", "gpu-operator"),
+                          values[("gpu-operator", "gpu-operator")])
+    assert plan.action == "upgrade" and plan.reasons == ["values differ"]
+
+
+@pytest.mark.parametrize("data", ["not base64!", "aGVsbG8=", ""])
+def test_a_release_record_helm_did_not_write_is_refused(data):
+    secret = {"metadata": {"name": "sh.helm.release.v1.a.v1", "namespace": "n"}, "type": "helm.sh/release.v1",
+              "data": {"release": data}}
+    with pytest.raises(d.BadReleaseRecord):
+        d.releases_from_secrets([secret])
+
+
+def test_the_reader_is_helm_for_other_storage_drivers_and_unreadable_records():
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import helm_release as w
+
+    class Kube:
+        def __init__(self, secrets):
+            self.secrets, self.asked = secrets, []
+
+        def list(self, api_version, kind, namespace=None, label_selector=None):
+            self.asked.append((api_version, kind, namespace, label_selector))
+            return self.secrets
+
+    helm = object()
+    good = Kube([release_secret("gpu-operator", "gpu-operator", 1, "deployed")])
+    reader = w.release_reader(helm, lambda: good, environ={})
+    assert isinstance(reader, w.SecretReleases) and good.asked == [("v1", "Secret", None, "owner=helm")]
+    assert reader.get_values("gpu-operator", "gpu-operator") == {} and reader.list_releases()[0]["revision"] == "1"
+    assert w.release_reader(helm, lambda: good, environ={"HELM_DRIVER": "secrets"}) is not helm
+    for driver in ("configmap", "sql", "memory"):
+        assert w.release_reader(helm, lambda: pytest.fail("not asked"), environ={"HELM_DRIVER": driver}) is helm
+    bad = Kube([{"metadata": {"name": "sh.helm.release.v1.a.v1"}, "type": "helm.sh/release.v1",
+                 "data": {"release": "aGVsbG8="}}])
+    assert w.release_reader(helm, lambda: bad, environ={}) is helm

@@ -9,7 +9,10 @@ The workflow (workflows/helm_release.py) feeds it what the adapters read.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
+import gzip
 import json
 import re
 from dataclasses import dataclass, field
@@ -169,6 +172,59 @@ def build_request(params, local_kind=None):
         raise ParamError("chart_ref", "a local chart cannot be delivered through GitOps (render_to)",
                          "publish the chart to a repository or OCI registry and reference it there")
     return ReleaseRequest(chart=chart, version=version, chart_sha256=digest, values={}, **common)
+
+
+# What ``helm list --deployed --failed --pending --uninstalling`` shows (superseded revisions never are).
+LISTED_STATES = ("deployed", "failed", "pending-install", "pending-upgrade", "pending-rollback", "uninstalling")
+RELEASE_SECRET_TYPE = "helm.sh/release.v1"
+GZIP_MAGIC = b"\x1f\x8b\x08"
+
+
+class BadReleaseRecord(ValueError):
+    """A release Secret whose record cannot be read (not helm's encoding)."""
+
+
+def decode_release_record(data):
+    """The release JSON in a release Secret's ``data.release`` (API base64 of helm's base64 of gzip'd JSON)."""
+    try:
+        raw = base64.b64decode(base64.b64decode(data, validate=True), validate=True)
+        if raw[:3] == GZIP_MAGIC:
+            raw = gzip.decompress(raw)
+        record = json.loads(raw.decode("utf-8"))
+    except (TypeError, ValueError, OSError, EOFError, binascii.Error) as exc:
+        raise BadReleaseRecord("not a helm release record (%s)" % exc)
+    if not isinstance(record, dict) or not record.get("name"):
+        raise BadReleaseRecord("a helm release record without a name")
+    return record
+
+
+def releases_from_secrets(secrets):
+    """``helm list -A`` (latest revision per release, listed states only) and each release's user values.
+
+    Read from the release Secrets (``owner=helm``) that helm itself reads for ``list`` and ``get values``,
+    so a converged release needs no helm process. Returns (list entries shaped as ``helm list -o json``
+    prints them, {(namespace, name): values}). Raises BadReleaseRecord for a record helm did not write.
+    """
+    latest = {}
+    for secret in secrets:
+        if secret.get("type") != RELEASE_SECRET_TYPE:
+            continue
+        record = decode_release_record(((secret.get("data") or {}).get("release")) or "")
+        key = (record.get("namespace") or (secret.get("metadata") or {}).get("namespace"), record["name"])
+        if key not in latest or int(record.get("version") or 0) > int(latest[key].get("version") or 0):
+            latest[key] = record
+    entries, values = [], {}
+    for (namespace, name), record in sorted(latest.items()):
+        info = record.get("info") or {}
+        if info.get("status") not in LISTED_STATES:
+            continue
+        meta = (record.get("chart") or {}).get("metadata") or {}
+        entries.append({"name": name, "namespace": namespace, "revision": str(record.get("version") or 0),
+                        "updated": info.get("last_deployed", ""), "status": info.get("status"),
+                        "chart": "%s-%s" % (meta.get("name", ""), meta.get("version", "")),
+                        "app_version": meta.get("appVersion", "")})
+        values[(namespace, name)] = record.get("config") or {}
+    return entries, values
 
 
 def split_chart_field(chart_field):

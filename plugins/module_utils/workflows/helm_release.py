@@ -132,24 +132,55 @@ def run_render(request, check_mode):
     }
 
 
+class SecretReleases:
+    """Release reads from helm's release Secrets through the Kubernetes API, one LIST for every release.
+
+    ``helm list -A`` and ``helm get values`` read the same Secrets; reading them here means a converged
+    release costs no helm process at all. Helm's other storage drivers (HELM_DRIVER=configmap, sql) are
+    read through helm itself (see ``release_reader``).
+    """
+
+    def __init__(self, kube):
+        self.entries, self.values = domain.releases_from_secrets(
+            kube.list("v1", "Secret", label_selector="owner=helm"))
+
+    def list_releases(self):
+        return self.entries
+
+    def get_values(self, name, namespace):
+        return self.values.get((namespace, name), {})
+
+
+def release_reader(helm, kube_factory, environ=None):
+    """Where the run reads releases: the release Secrets (helm's default storage), else helm itself."""
+    driver = (os.environ if environ is None else environ).get("HELM_DRIVER", "")
+    if driver not in ("", "secret", "secrets"):
+        return helm
+    try:
+        return SecretReleases(kube_factory())
+    except domain.BadReleaseRecord:
+        return helm  # a record helm did not write (or a newer format): let helm read it
+
+
 class ReleaseRunner:
     """Runs one request against a cluster through a Helm adapter (and a kube adapter if needed)."""
 
-    def __init__(self, request, helm, kube_factory, check_mode=False, tmpdir=None):
+    def __init__(self, request, helm, kube_factory, check_mode=False, tmpdir=None, reader=None):
         self.request = request
         self.helm = helm
         self.kube_factory = kube_factory
         self.check_mode = check_mode
         self.tmpdir = tmpdir
+        self.reader = reader or helm
 
     def run(self):
-        releases = self.helm.list_releases()
+        releases = self.reader.list_releases()
         deployed = domain.find_release(releases, self.request.name, self.request.namespace)
         if self.request.state == "absent":
             return self._absent(deployed)
         domain.check_other_namespaces(releases, self.request)
         namespace = self._namespace()
-        values = self.helm.get_values(self.request.name, self.request.namespace) if deployed else {}
+        values = self.reader.get_values(self.request.name, self.request.namespace) if deployed else {}
         history = []
         if deployed and deployed.get("status") != "deployed":
             history = self.helm.history(self.request.name, self.request.namespace)
@@ -241,6 +272,17 @@ class ReleaseRunner:
         return domain.release_summary(request, released)
 
 
+def _once(factory):
+    """The factory's product, made on first use and then shared (one API client per run)."""
+    made = []
+
+    def get():
+        if not made:
+            made.append(factory())
+        return made[0]
+    return get
+
+
 def run(params, helm_factory, kube_factory, check_mode=False):
     """The whole module run. Factories are called only when that door is needed."""
     request = prepare_request(params)
@@ -249,7 +291,9 @@ def run(params, helm_factory, kube_factory, check_mode=False):
     else:
         tmpdir = tempfile.mkdtemp(prefix="gpu-platform-helm-")
         try:
-            runner = ReleaseRunner(request, helm_factory(), kube_factory, check_mode, tmpdir)
+            helm = helm_factory()
+            kube = _once(kube_factory)
+            runner = ReleaseRunner(request, helm, kube, check_mode, tmpdir, release_reader(helm, kube))
             try:
                 result = runner.run()
             except GpuPlatformError as exc:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import render as render_adapter
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects as domain_objects
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 
 STATES = ("present", "absent")
+UNSERVED = ("fail", "skip")
 
 
 def check_objects(objects, field="objects"):
@@ -45,15 +47,34 @@ def render(objects, directory, source, state="present", check_mode=False):
             "rendered": {"directory": directory, "files": files, "changed_files": changed}}
 
 
-def apply(kube, objects, state="present", check_mode=False):
+def served(kube, objects, unserved="fail"):
+    """(the objects whose kind the cluster serves, the identities of those it does not serve).
+
+    Asked of discovery for every object before any write, so a missing CRD never leaves a layer
+    half applied: ``fail`` names every unserved kind, ``skip`` leaves those objects out.
+    """
+    kept, missing = [], []
+    for obj in objects:
+        (kept if kube.serves(obj["apiVersion"], obj["kind"]) else missing).append(obj)
+    if missing and unserved == "fail":
+        kinds = sorted(set("%s %s" % (o["apiVersion"], o["kind"]) for o in missing))
+        raise ToolError("the cluster does not serve %s, so nothing was applied. Fix: install the operator or CRD "
+                        "that provides it first, or set unserved: skip to leave such objects out"
+                        % " and ".join(kinds), kinds=kinds)
+    return kept, [domain_objects.identity(o) for o in missing]
+
+
+def apply(kube, objects, state="present", check_mode=False, unserved="fail"):
     """Server-side apply what would change (or, absent, delete in reverse order what exists)."""
     if state == "absent":
+        objects = served(kube, objects, "skip")[0]  # a kind the cluster does not serve has nothing left to delete
         removed = [obj for obj in reversed(objects)
                    if kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"],
                                   obj["metadata"].get("namespace"), dry_run=check_mode)]
         return {"changed": bool(removed), "removed": [gitops.file_name(o) for o in removed]}
+    objects, skipped = served(kube, objects, unserved)
     changed, diffs = kube.apply_objects(objects, check_mode)
-    return {"changed": bool(changed), "changed_objects": changed,
+    return {"changed": bool(changed), "changed_objects": changed, "skipped": skipped,
             "diff": [{"before_header": d["before_header"], "after_header": d["after_header"],
                       "before": render_adapter.to_yaml(d["before"]) if d["before"] else "",
                       "after": render_adapter.to_yaml(d["after"])} for d in diffs]}
@@ -65,9 +86,12 @@ def run(params, kube_factory, check_mode=False):
     state = params.get("state") or "present"
     if state not in STATES:
         raise ParamError("state", "%r is not present or absent" % (state,), "use present or absent")
+    unserved = params.get("unserved") or "fail"
+    if unserved not in UNSERVED:
+        raise ParamError("unserved", "%r is not fail or skip" % (unserved,), "use fail or skip")
     if params.get("render_to"):
         result = render(objects, params["render_to"], params.get("source") or "", state, check_mode)
     else:
-        result = apply(kube_factory(), objects, state, check_mode)
+        result = apply(kube_factory(), objects, state, check_mode, unserved)
     result["objects"] = [gitops.file_name(o)[:-len(".yaml")] for o in objects]
     return result
