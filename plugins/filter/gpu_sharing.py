@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects, sharing
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import sharing
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
 
 
@@ -30,6 +30,8 @@ def gpu_sharing_plan(pools, name=sharing.DEFAULT_CONFIG_MAP, namespace=sharing.D
             "restart_daemonsets": list(sharing.RESTART_DAEMONSETS),
             "restart_annotation": sharing.CONFIG_HASH_ANNOTATION,
             "node_labels": node_labels,
+            # The node_labels module's entries: each pool's nodes get its device-plugin config label.
+            "label_requests": [{"name": e["pool"], "selector": e["selector"], "labels": e["labels"]} for e in node_labels],
             "device_plugin_config": sharing.device_plugin_values(checked, name).get("devicePlugin", {}).get("config", {}),
             "warnings": sharing.warnings(checked),
             "mig_strategy": sharing.cluster_mig_strategy(checked),
@@ -43,22 +45,9 @@ def gpu_sharing_plan(pools, name=sharing.DEFAULT_CONFIG_MAP, namespace=sharing.D
         raise AnsibleFilterError(exc.msg)
 
 
-def gpu_sharing_label_objects(found):
-    """Partial Node objects with each pool's device-plugin config label, from the role's per-pool node lists
-    (the results of a k8s_info loop over plan.node_labels), for the nodes whose labels differ: nodes that
-    already carry them cost no request at all."""
-    out = []
-    for result in found or []:
-        wanted = result["item"]["labels"]
-        names = [node["metadata"]["name"] for node in result.get("resources") or []
-                 if any((node["metadata"].get("labels") or {}).get(key) != value for key, value in wanted.items())]
-        out.extend(objects.node_label_objects(names, wanted))
-    return out
-
-
 class FilterModule:
     """GPU sharing filters."""
 
     def filters(self):
         return {"gpu_sharing_plan": gpu_sharing_plan, "gpu_sharing_shortfall": sharing.allocatable_shortfall,
-                "gpu_resource_shortfall": sharing.resource_shortfall, "gpu_sharing_label_objects": gpu_sharing_label_objects}
+                "gpu_resource_shortfall": sharing.resource_shortfall}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    dra, monitoring, objects, scheduling, sharing, smoke, validate)
+    dra, monitoring, scheduling, sharing, smoke, validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 
@@ -106,6 +106,6 @@ class FilterModule:
                 "monitoring_dashboard": monitoring_dashboard,
                 "namespace_objects": namespace_objects, "dra_driver_values": dra_driver_values,
                 "dra_driver_check": dra_driver_check, "dra_driver_gpu_operator_values": dra_driver_gpu_operator_values,
-                "dra_driver_node_labels": dra_driver_node_labels, "node_label_objects": objects.node_label_objects,
+                "dra_driver_node_labels": dra_driver_node_labels,
                 "smoke_tests_plan": smoke_tests_plan, "smoke_tests_summary": smoke_tests_summary,
                 "smoke_tests_collect": smoke_tests_collect}

@@ -422,21 +422,25 @@ def test_assign_nodes_refuses_overlapping_selectors():
     assert "n7" in str(info.value) and "training, inference" in str(info.value) and "Fix:" in str(info.value)
 
 
-def test_label_objects_only_for_nodes_whose_config_label_differs():
+def test_label_requests_change_only_the_nodes_whose_config_label_differs():
     from ansible_collections.gpu_platform.cluster.plugins.filter import gpu_sharing as sharing_filters
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_labels
     key = "nvidia.com/device-plugin.config"
+    plan = sharing_filters.gpu_sharing_plan([
+        {"name": "inference", "node_selector": {"nodepool": "inference"}, "sharing": "time-slicing", "replicas": 4},
+        {"name": "training", "node_selector": {"nodepool": "training"}, "sharing": "none"}])
+    assert plan["label_requests"] == [
+        {"name": "inference", "selector": "nodepool=inference", "labels": {key: "inference"}},
+        {"name": "training", "selector": "nodepool=training", "labels": {key: "default"}}]
 
     def node(name, labels):
         return {"metadata": {"name": name, "labels": labels}}
 
-    found = [{"item": {"pool": "inference", "labels": {key: "inference"}},
-              "resources": [node("a", {key: "inference"}), node("b", {key: "default"}), node("c", {})]},
-             {"item": {"pool": "training", "labels": {key: "training"}}, "resources": [node("d", None)]},
-             {"item": {"pool": "empty", "labels": {key: "empty"}}}]
-    objs = sharing_filters.gpu_sharing_label_objects(found)
-    assert [(o["metadata"]["name"], o["metadata"]["labels"]) for o in objs] == [
-        ("b", {key: "inference"}), ("c", {key: "inference"}), ("d", {key: "training"})]
-    assert all(o["apiVersion"] == "v1" and o["kind"] == "Node" and set(o) == {"apiVersion", "kind", "metadata"}
-               for o in objs), "partial objects: server-side apply sets the label and nothing else"
-    # Every node already labelled: nothing to apply, so the role's task is skipped and makes no request.
-    assert sharing_filters.gpu_sharing_label_objects([{"item": found[0]["item"], "resources": [node("a", {key: "inference"})]}]) == []
+    requests = node_labels.check_requests(plan["label_requests"])
+    report, changes = node_labels.plan(requests, [[node("a", {key: "inference"}), node("b", {key: "default"}), node("c", {})],
+                                                  [node("d", None)]])
+    assert [(name, labels) for name, labels, before in changes] == [
+        ("b", {key: "inference"}), ("c", {key: "inference"}), ("d", {key: "default"})]
+    assert [entry["nodes"] for entry in report] == [["a", "b", "c"], ["d"]]
+    # Every node already labelled: nothing to write.
+    assert node_labels.plan(requests, [[node("a", {key: "inference"})], []])[1] == []

@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Labels for the nodes that label selectors pick: the requests checked, and which nodes must change.
+
+Private to the collection: not a public API. Pure: standard library only, no I/O.
+The workflow (workflows/node_labels.py) lists each selector's nodes and applies what this plans.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+
+
+@dataclass(frozen=True)
+class LabelRequest:
+    """One entry of the module's ``nodes``: the nodes a selector picks get these labels."""
+
+    name: str
+    selector: str
+    labels: dict
+
+
+def check_requests(entries, field="nodes"):
+    """The module's ``nodes`` entries as LabelRequests; a bad selector, key or value names its place."""
+    if not isinstance(entries, list) or not entries:
+        raise ParamError(field, "must be a non-empty list of {selector, labels}",
+                         "give at least one entry, e.g. [{selector: nodepool=dra, labels: {key: value}}]")
+    requests, names = [], set()
+    for index, entry in enumerate(entries):
+        where = "%s[%d]" % (field, index)
+        if not isinstance(entry, dict):
+            raise ParamError(where, "%r is not a dictionary" % (entry,), "give {selector: ..., labels: {...}}")
+        selector = entry.get("selector")
+        if not isinstance(selector, str) or not selector.strip():
+            raise ParamError(where + ".selector", "is missing",
+                             "give the label selector of the nodes, as kubectl -l takes it (e.g. nodepool=dra); "
+                             "an empty selector would label every node")
+        validate.parse_selector(where + ".selector", selector)
+        labels = entry.get("labels")
+        if not isinstance(labels, dict) or not labels:
+            raise ParamError(where + ".labels", "must be a non-empty dictionary of label: value",
+                             "give the labels these nodes get")
+        checked = {}
+        for key, value in labels.items():
+            validate.label_key(where + ".labels", key)
+            if not isinstance(value, str) or len(value) > 63 or not validate.LABEL_VALUE.match(value):
+                raise ParamError("%s.labels.%s" % (where, key), "%r is not a label value" % (value,),
+                                 "use a string of at most 63 characters: letters, digits, '-', '_' and '.' "
+                                 "(quote true/false and numbers in YAML)")
+            checked[key] = value
+        name = str(entry.get("name") or selector)
+        if name in names:
+            raise ParamError(where + ".name", "%r names two entries" % name, "give each entry its own name")
+        names.add(name)
+        requests.append(LabelRequest(name, selector.strip(), checked))
+    return requests
+
+
+def plan(requests, selected):
+    """Which nodes change, from ``selected`` (one list of Node objects per request, in order).
+
+    Returns (per request {name, selector, nodes}, [(node name, labels to set, their values before)]) for the
+    nodes whose labels differ. A node that two requests pick with different values for one key is refused,
+    naming both, before anything is written.
+    """
+    wanted, current, owner = {}, {}, {}
+    report = []
+    for request, nodes in zip(requests, selected):
+        names = []
+        for node in nodes:
+            meta = node.get("metadata") or {}
+            node_name = meta.get("name")
+            names.append(node_name)
+            current[node_name] = meta.get("labels") or {}
+            for key, value in request.labels.items():
+                seen = owner.get((node_name, key))
+                if seen is not None and wanted[node_name][key] != value:
+                    raise ParamError("nodes", "node %s is picked by %s (%s=%s) and by %s (%s=%s)"
+                                     % (node_name, seen, key, wanted[node_name][key], request.name, key, value),
+                                     "make the selectors pick disjoint nodes (a node belongs to one pool)")
+                owner[(node_name, key)] = request.name
+                wanted.setdefault(node_name, {})[key] = value
+        report.append({"name": request.name, "selector": request.selector, "nodes": sorted(names)})
+    changes = []
+    for node_name in sorted(wanted):
+        labels = wanted[node_name]
+        if any(current[node_name].get(key) != value for key, value in labels.items()):
+            changes.append((node_name, dict(labels), {key: current[node_name].get(key) for key in labels}))
+    return report, changes
+
+
+def unmatched(report):
+    """The requests whose selector picked no node."""
+    return [entry for entry in report if not entry["nodes"]]

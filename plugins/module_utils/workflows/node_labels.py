@@ -1,0 +1,40 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""params -> plan -> apply -> result for node_labels.
+
+Private to the collection: not a public API. One LIST per selector (its count does not grow with the
+nodes), the plan from domain/node_labels.py, then one server-side apply of a label-only Node for each
+node whose labels differ; nodes that already carry the labels cost no request.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_labels as domain
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects as domain_objects
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+
+
+def run(params, kube_factory, check_mode=False):
+    """The node_labels module: label the nodes each selector picks, writing only the nodes that differ."""
+    requests = domain.check_requests(params.get("nodes"))
+    kube = kube_factory()
+    selected = [kube.list("v1", "Node", label_selector=request.selector) for request in requests]
+    report, changes = domain.plan(requests, selected)
+    empty = domain.unmatched(report)
+    if empty and params.get("require_match", True):
+        error = ParamError("nodes", "%s picks no node, so nothing was labelled"
+                           % " and ".join("%s (selector %s)" % (e["name"], e["selector"]) for e in empty),
+                           "give the selector of existing nodes (kubectl get nodes -l '<selector>'), or set "
+                           "require_match: false where an empty pool is expected")
+        error.details["selected"] = report
+        raise error
+    for node_name, labels, dummy in changes:
+        kube.apply(domain_objects.node_label_objects([node_name], labels)[0], dry_run=check_mode)
+    return {
+        "changed": bool(changes), "selected": report, "changed_nodes": [name for name, dummy, dummy2 in changes],
+        "diff": [{"before_header": "Node %s labels" % name, "after_header": "Node %s labels" % name,
+                  "before": "".join("%s: %s\n" % (k, before[k]) for k in sorted(before) if before[k] is not None),
+                  "after": "".join("%s: %s\n" % (k, labels[k]) for k in sorted(labels))}
+                 for name, labels, before in changes],
+    }
