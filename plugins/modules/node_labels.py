@@ -13,8 +13,8 @@ version_added: 0.1.0
 description:
   - Each entry of O(nodes) gives a label selector and the labels its nodes get, for example a node pool and its
     device-plugin config label, or the nodes that move to DRA.
-  - One list of nodes per selector, whatever the number of nodes. Only the nodes whose labels differ are written:
-    each gets a server-side apply of a label-only Node (field manager C(gpu-platform)), so the labels it already
+  - One list of nodes per selector, whatever the number of nodes. Only the nodes whose labels differ are written.
+    Each gets a server-side apply of a label-only Node (field manager C(gpu-platform)), so the labels it already
     carries, and every other field, are left alone. A converged run writes nothing.
   - Every entry is checked before anything is read or written. A node that two entries pick with different values
     for one label, or a selector that picks no node (unless O(require_match=false)), fails before any write and is

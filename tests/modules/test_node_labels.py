@@ -105,3 +105,14 @@ def test_an_empty_pool_is_allowed_when_asked(api):
     failed, result = run(api, nodes=[{"name": "ghost", "selector": "nodepool=nope", "labels": DRA}],
                          require_match=False)
     assert not failed and result["changed"] is False and result["selected"][0]["nodes"] == []
+
+
+def test_every_example_runs_on_the_fake_cluster(api):
+    import yaml
+    from ansible_collections.gpu_platform.cluster.plugins.modules import node_labels
+    tasks = yaml.safe_load(node_labels.EXAMPLES)
+    assert len(tasks) == 2
+    for task in tasks:
+        failed, result = run(api, **task["gpu_platform.cluster.node_labels"])
+        assert not failed, (task["name"], result.get("msg"))
+        assert result["changed"] and result["changed_nodes"], task["name"]
