@@ -155,6 +155,25 @@ def _is_collection(path):
     return len(rest) == 1
 
 
+# Actions that run on the controller alone: no module process, no API request.
+CONTROLLER_ONLY = {"set_fact", "debug", "assert", "fail", "validate_argument_spec", "include_role", "include_tasks",
+                   "import_role", "import_tasks", "meta"}
+
+
+def task_counts(output):
+    """(tasks that ran, of which module runs): each module run is a Python process of its own."""
+    ran = modules = 0
+    for play in json.loads(output)["plays"]:
+        for task in play["tasks"]:
+            for res in task["hosts"].values():
+                if res.get("skipped"):
+                    continue
+                ran += 1
+                action = (res.get("action") or "").rsplit(".", 1)[-1]
+                modules += action not in CONTROLLER_ONLY
+    return ran, modules
+
+
 def changed_tasks(output):
     data = json.loads(output)
     return ["%s (%s)" % (task["task"]["name"], host) for play in data["plays"] for task in play["tasks"]
@@ -200,7 +219,7 @@ def measure_direct(nodes, runs, smoke, charts, show_writes=False):
                     sys.exit("the no-op run at %d nodes was not a no-op (failures %d, changed %d): %s"
                              % (nodes, failures, changed, changed_tasks(output)[:20]))
                 helm = collections.Counter(log.read_text().split())
-                samples.append((elapsed, verbs(api.request_log), helm))
+                samples.append((elapsed, verbs(api.request_log), helm, task_counts(output)))
                 if show_writes:
                     for entry in api.request_log:
                         if entry["method"] != "GET":
@@ -212,7 +231,7 @@ def measure_direct(nodes, runs, smoke, charts, show_writes=False):
             repo.stop()
     return {"nodes": nodes, "first": first, "first_changed": first_changed,
             "noop": statistics.median(s[0] for s in samples), "requests": samples[-1][1],
-            "helm": samples[-1][2], "floor": floor}
+            "helm": samples[-1][2], "tasks": samples[-1][3], "floor": floor}
 
 
 def measure_render(runs):
@@ -244,9 +263,9 @@ def main():
     args = parser.parse_args()
     print("site.yml direct mode, second run (no-op), median of %d; smoke tests %s" % (
         args.runs, "on" if args.smoke else "off"))
-    print("| nodes | first run | no-op | floor | no-op/floor | changed | discovery | gets | lists | watches "
-          "| writes | helm processes |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("| nodes | first run | no-op | floor | no-op/floor | changed | tasks run (module runs) | discovery | gets "
+          "| lists | watches | writes | helm processes |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     with tempfile.TemporaryDirectory(prefix="site-noop-charts-") as charts_dir:
         cache = ChartCache(charts_dir)
         charts = [cache.get(FIXTURE_CHARTS_DIR / name, version=version) for name, version in CHARTS]
@@ -254,10 +273,10 @@ def main():
             row = measure_direct(nodes, args.runs, args.smoke, charts, args.show_writes)
             req = row["requests"]
             helm = ", ".join("%s %d" % item for item in sorted(row["helm"].items())) or "0"
-            print("| %d | %.1f s | %.1f s | %.1f s | %.2fx | 0 | %d | %d | %d | %d | %d | %d (%s) |" % (
+            print("| %d | %.1f s | %.1f s | %.1f s | %.2fx | 0 | %d (%d) | %d | %d | %d | %d | %d | %d (%s) |" % (
                 row["nodes"], row["first"], row["noop"], row["floor"], row["noop"] / row["floor"],
-                req["discovery"], req["get"], req["list"], req["watch"], req["write"], sum(row["helm"].values()),
-                helm), flush=True)
+                row["tasks"][0], row["tasks"][1], req["discovery"], req["get"], req["list"], req["watch"],
+                req["write"], sum(row["helm"].values()), helm), flush=True)
     if args.render:
         render = measure_render(args.runs)
         print("\nsite.yml render mode (make demo), second run: %.1f s, floor %.1f s, %.2fx, helm processes %d" % (

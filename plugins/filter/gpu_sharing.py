@@ -27,8 +27,7 @@ def gpu_sharing_plan(pools, name=sharing.DEFAULT_CONFIG_MAP, namespace=sharing.D
         return {
             "config_map": config_map,
             "config_hash": sharing.config_map_hash(config_map) or "",
-            "restart_daemonsets": list(sharing.RESTART_DAEMONSETS),
-            "restart_annotation": sharing.CONFIG_HASH_ANNOTATION,
+            "restart_objects": sharing.restart_objects(namespace, sharing.config_map_hash(config_map) or ""),
             "node_labels": node_labels,
             # The node_labels module's entries: each pool's nodes get its device-plugin config label.
             "label_requests": [{"name": e["pool"], "selector": e["selector"], "labels": e["labels"]} for e in node_labels],

@@ -55,6 +55,16 @@ options:
     type: str
     choices: [fail, skip]
     default: fail
+  missing:
+    description:
+      - What to do with an object that does not exist on the cluster yet.
+      - V(create) applies it like any other.
+      - V(skip) leaves it out and names it in RV(skipped). This is for a partial object that patches someone else's
+        object, such as an annotation on an operator's DaemonSet, which must never be created from the partial.
+      - Not used with O(render_to) or O(state=absent).
+    type: str
+    choices: [create, skip]
+    default: create
   source:
     description: Named in the header of rendered files (which layer wrote them).
     type: str
@@ -97,7 +107,9 @@ changed_objects:
   type: list
   elements: str
 skipped:
-  description: With O(unserved=skip), the objects left out because the cluster does not serve their kind (C(Kind namespace/name)).
+  description: >-
+    The objects left out (C(Kind namespace/name)), with O(unserved=skip) because the cluster does not serve their kind,
+    with O(missing=skip) because they do not exist yet.
   returned: on the cluster, state present
   type: list
   elements: str
@@ -125,6 +137,7 @@ ARGUMENT_SPEC = shared.combine(
     state={"type": "str", "choices": ["present", "absent"], "default": "present"},
     source={"type": "str", "default": ""},
     unserved={"type": "str", "choices": ["fail", "skip"], "default": "fail"},
+    missing={"type": "str", "choices": ["create", "skip"], "default": "create"},
 )
 
 

@@ -113,3 +113,23 @@ def test_a_bad_unserved_choice_names_the_option():
     with pytest.raises(ParamError) as err:
         manifests.run({"objects": OBJECTS, "unserved": "ignore"}, kube_factory=None)
     assert "unserved" in str(err.value) and "fail or skip" in str(err.value)
+
+
+def test_missing_skip_patches_only_objects_that_exist(api):
+    # someone else's object (an operator's): created outside this module, so its fields are not ours
+    api.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
+    api.store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "team-a"},
+                      "data": {"gpus": "8"}})
+    patch = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "team-a"},
+             "data": {"extra": "1"}}
+    ghost = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ghost", "namespace": "team-a"},
+             "data": {"extra": "1"}}
+    api.clear_log()
+    failed, result = run(api, objects=[patch, ghost], missing="skip")
+    assert not failed, result.get("msg")
+    assert result["changed_objects"] == ["ConfigMap team-a/settings"] and result["skipped"] == ["ConfigMap team-a/ghost"]
+    assert api.store.get("v1", "ConfigMap", "ghost", "team-a") is None, "a partial object is never created"
+    assert api.store.get("v1", "ConfigMap", "settings", "team-a")["data"] == {"gpus": "8", "extra": "1"}
+    api.clear_log()
+    failed, again = run(api, objects=[patch, ghost], missing="skip")
+    assert not failed and again["changed"] is False and api.writes() == []

@@ -41,3 +41,17 @@ def test_every_play_starts_with_the_check():
                 continue
             first = (play.get("pre_tasks") or play.get("tasks"))[0]
             assert first.get("ansible.builtin.import_tasks") == "tasks/platform_vars.yml", (path.name, play["name"])
+
+
+def test_cluster_plays_run_once_whatever_the_size_of_k8s_api():
+    """Cluster work runs on one host: a k8s_api group that lists several hosts (say, every control-plane node)
+    must not install, apply and wait once per host."""
+    cluster_plays = 0
+    for path in sorted((ROOT / "playbooks").glob("*.yml")):
+        for play in yaml.safe_load(path.read_text()):
+            if "ansible.builtin.import_playbook" in play:
+                continue
+            hosts = play["hosts"]
+            assert hosts in ("k8s_api[0]", "gpu_hosts"), (path.name, play["name"], hosts)
+            cluster_plays += hosts == "k8s_api[0]"
+    assert cluster_plays >= 15

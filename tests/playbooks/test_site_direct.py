@@ -250,8 +250,12 @@ def test_sharing_time_slicing_reaches_the_device_plugin_and_mig_rolls_out(direct
     assert training["nvidia.com/mig.config"] == "all-1g.10gb" and training["nvidia.com/mig.config.state"] == "success"
     allocatable = api.store.get("v1", "Node", "gpu-node-2")["status"]["allocatable"]
     assert allocatable["nvidia.com/gpu"] == "56", "single strategy: 8 A100-80GB x 7 x 1g.10gb"
+    api.clear_log()
     again = runner.run()
     assert again.failed == 0 and again.changed == 0, again.changed_tasks()
+    sharing_writes = [w["path"] for w in api.writes()
+                      if "/daemonsets/" in w["path"] or "time-slicing-config" in w["path"] or "/nodes/" in w["path"]]
+    assert sharing_writes == [], "a converged ConfigMap, restart annotation and node labels are not written again"
 
     pools = [dict(POOLS[0], replicas=2), POOLS[1]]
     third = runner.run(gpu_sharing_pools=pools)

@@ -391,6 +391,11 @@ def test_restart_patch():
     assert sharing.restart_patch(digest) == {
         "spec": {"template": {"metadata": {"annotations": {"gpu-platform.io/device-plugin-config-sha256": digest}}}}}
     assert sharing.RESTART_DAEMONSETS == ("nvidia-device-plugin-daemonset", "gpu-feature-discovery")
+    objects = sharing.restart_objects("gpu-operator", digest)
+    assert [(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects] == [
+        ("DaemonSet", "gpu-operator", "nvidia-device-plugin-daemonset"), ("DaemonSet", "gpu-operator", "gpu-feature-discovery")]
+    assert all(o["spec"] == sharing.restart_patch(digest)["spec"] and o["apiVersion"] == "apps/v1" for o in objects), \
+        "partial objects: server-side apply sets the annotation and nothing else"
 
 
 # ---------------------------------------------------------------- MIG strategy and node assignment

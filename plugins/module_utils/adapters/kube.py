@@ -217,16 +217,21 @@ class KubeClient:
         except self._exceptions.DynamicApiError as exc:
             raise ToolError("delete %s %s failed: %s %s" % (kind, name, exc.status, _api_message(exc)))
 
-    def apply_objects(self, objs, check_mode=False):
+    def apply_objects(self, objs, check_mode=False, missing=None):
         """Server-side apply each object that would change; returns (changed identities, diffs).
 
         Each object is first applied with server-side dry-run and the answer compared with what
         the cluster holds, so an unchanged object causes no write and no new resourceVersion.
+        With a list as ``missing``, an object that does not exist yet is not created: its identity
+        is appended there instead (a patch of someone else's object, such as an operator's DaemonSet).
         """
         changed, diffs = [], []
         for obj in objs:
             meta = obj.get("metadata") or {}
             current = self.get(obj["apiVersion"], obj["kind"], meta.get("name"), meta.get("namespace"))
+            if current is None and missing is not None:
+                missing.append(domain_objects.identity(obj))
+                continue
             proposed = self.apply(obj, dry_run=True)
             if not domain_objects.differs(current, proposed):
                 continue

@@ -404,6 +404,16 @@ def restart_patch(digest):
     return {"spec": {"template": {"metadata": {"annotations": {CONFIG_HASH_ANNOTATION: digest}}}}}
 
 
+def restart_objects(namespace, digest):
+    """The restart patch as partial DaemonSets (one per RESTART_DAEMONSETS) for server-side apply.
+
+    Applied only to DaemonSets that exist (the operator's; a partial one must never be created) and
+    only when the annotation differs, so a converged run writes nothing.
+    """
+    return [dict({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "namespace": namespace}},
+                 **restart_patch(digest)) for name in RESTART_DAEMONSETS]
+
+
 def assign_nodes(pools, nodes):
     """Which pool each node belongs to, from Node objects (as k8s_info returns them).
 

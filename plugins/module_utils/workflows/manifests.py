@@ -16,6 +16,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import
 
 STATES = ("present", "absent")
 UNSERVED = ("fail", "skip")
+MISSING = ("create", "skip")
 
 
 def check_objects(objects, field="objects"):
@@ -64,7 +65,7 @@ def served(kube, objects, unserved="fail"):
     return kept, [domain_objects.identity(o) for o in missing]
 
 
-def apply(kube, objects, state="present", check_mode=False, unserved="fail"):
+def apply(kube, objects, state="present", check_mode=False, unserved="fail", missing="create"):
     """Server-side apply what would change (or, absent, delete in reverse order what exists)."""
     if state == "absent":
         objects = served(kube, objects, "skip")[0]  # a kind the cluster does not serve has nothing left to delete
@@ -73,7 +74,9 @@ def apply(kube, objects, state="present", check_mode=False, unserved="fail"):
                                   obj["metadata"].get("namespace"), dry_run=check_mode)]
         return {"changed": bool(removed), "removed": [gitops.file_name(o) for o in removed]}
     objects, skipped = served(kube, objects, unserved)
-    changed, diffs = kube.apply_objects(objects, check_mode)
+    absent = [] if missing == "skip" else None
+    changed, diffs = kube.apply_objects(objects, check_mode, missing=absent)
+    skipped += absent or []
     return {"changed": bool(changed), "changed_objects": changed, "skipped": skipped,
             "diff": [{"before_header": d["before_header"], "after_header": d["after_header"],
                       "before": render_adapter.to_yaml(d["before"]) if d["before"] else "",
@@ -89,9 +92,12 @@ def run(params, kube_factory, check_mode=False):
     unserved = params.get("unserved") or "fail"
     if unserved not in UNSERVED:
         raise ParamError("unserved", "%r is not fail or skip" % (unserved,), "use fail or skip")
+    missing = params.get("missing") or "create"
+    if missing not in MISSING:
+        raise ParamError("missing", "%r is not create or skip" % (missing,), "use create or skip")
     if params.get("render_to"):
         result = render(objects, params["render_to"], params.get("source") or "", state, check_mode)
     else:
-        result = apply(kube_factory(), objects, state, check_mode, unserved)
+        result = apply(kube_factory(), objects, state, check_mode, unserved, missing)
     result["objects"] = [gitops.file_name(o)[:-len(".yaml")] for o in objects]
     return result
