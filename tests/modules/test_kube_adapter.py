@@ -126,3 +126,21 @@ def test_apply_objects_writes_only_what_changes(client, fake_api):
     assert changed == ["ConfigMap default/d"]
     assert diffs[0]["before"]["data"] == {"x": "y"} and diffs[0]["after"]["data"] == {"x": "z"}
     assert len(fake_api.writes()) == 1
+
+
+def test_a_client_that_reads_no_log_never_builds_the_typed_core_api(fake_api):
+    """Importing CoreV1Api builds the kubernetes library's typed models: about a second of CPU in each module run.
+    Only pod logs need it, so a module that applies, lists or waits does not pay for it."""
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import kube\n"
+            "k = kube.KubeClient(kubeconfig=%r)\n"
+            "k.list('v1', 'Secret', label_selector='owner=helm'); k.apply(%r)\n"
+            "print('kubernetes.client.api.core_v1_api' in sys.modules)\n"
+            "k.log('nope', 'default')\n"
+            "print('kubernetes.client.api.core_v1_api' in sys.modules)\n") % (fake_api.kubeconfig, CM)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
+                          env=dict(__import__("os").environ, PYTHONPATH=":".join(sys.path)))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "True"]

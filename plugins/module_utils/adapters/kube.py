@@ -98,11 +98,19 @@ class KubeClient:
             self._dyn = dynamic.DynamicClient(api_client)
         except Exception as exc:
             raise ToolError("cannot reach the Kubernetes API at %s: %s" % (configuration.host, exc))
-        self._core = client.CoreV1Api(api_client)
-        self._api_exception = client.ApiException
+        # CoreV1Api is made on first use (pod logs only): importing it builds the client's typed models, about a
+        # second of CPU in every module run that would otherwise pay for it without reading a log.
+        self._client_module = client
+        self._api_client = api_client
+        self._core_api = None
         self._resources = {}
 
     # -- plumbing -----------------------------------------------------------
+    def _core(self):
+        if self._core_api is None:
+            self._core_api = self._client_module.CoreV1Api(self._api_client)
+        return self._core_api
+
     def resource(self, api_version, kind):
         key = (api_version, kind)
         if key not in self._resources:
@@ -148,8 +156,8 @@ class KubeClient:
         if tail_lines:
             kwargs["tail_lines"] = tail_lines
         try:
-            return self._core.read_namespaced_pod_log(name, namespace, **kwargs)
-        except self._api_exception as exc:
+            return self._core().read_namespaced_pod_log(name, namespace, **kwargs)
+        except self._client_module.ApiException as exc:
             if exc.status in (400, 404):  # 400: the container is still waiting to start
                 return None
             raise ToolError("read the log of pod %s/%s failed: %s %s" % (namespace, name, exc.status, exc.reason))
