@@ -161,7 +161,7 @@ CONTROLLER_ONLY = {"set_fact", "debug", "assert", "fail", "validate_argument_spe
 
 
 def task_counts(output):
-    """(tasks that ran, of which module runs): each module run is a Python process of its own."""
+    """(tasks that ran, module runs): each module run, a loop's item included, is a Python process of its own."""
     ran = modules = 0
     for play in json.loads(output)["plays"]:
         for task in play["tasks"]:
@@ -170,7 +170,9 @@ def task_counts(output):
                     continue
                 ran += 1
                 action = (res.get("action") or "").rsplit(".", 1)[-1]
-                modules += action not in CONTROLLER_ONLY
+                if action not in CONTROLLER_ONLY:
+                    items = [item for item in res.get("results") or [] if not item.get("skipped")]
+                    modules += len(items) if "results" in res else 1
     return ran, modules
 
 
@@ -249,13 +251,15 @@ def measure_render(runs):
                 sys.exit("the render no-op was not a no-op: %s" % changed_tasks(output)[:20])
             times.append(elapsed)
         floor = statistics.median(run(floor_play(tmp), inv, env)[0] for dummy in range(runs))
-        helm = collections.Counter((Path(tmp) / "helm.log").read_text().split())
+        log = Path(tmp) / "helm.log"  # written by the first helm process; render mode should start none
+        helm = collections.Counter(log.read_text().split() if log.exists() else [])
     return {"noop": statistics.median(times), "floor": floor, "helm": helm}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--nodes", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--nodes", type=int, nargs="*", default=[10, 100, 1000],
+                        help="GPU node counts (none: only the --render no-op)")
     parser.add_argument("--runs", type=int, default=3, help="no-op runs per size (median)")
     parser.add_argument("--smoke", action="store_true", help="keep the smoke tests on")
     parser.add_argument("--render", action="store_true", help="also the offline render-mode (make demo) no-op")
