@@ -26,7 +26,6 @@ def gpu_sharing_plan(pools, name=sharing.DEFAULT_CONFIG_MAP, namespace=sharing.D
                       "selector": _selector(p.node_selector)} for p in checked if p.sharing == sharing.MIG]
         return {
             "config_map": config_map,
-            "config_hash": sharing.config_map_hash(config_map) or "",
             "restart_objects": sharing.restart_objects(namespace, sharing.config_map_hash(config_map) or ""),
             "node_labels": node_labels,
             # The node_labels module's entries: each pool's nodes get its device-plugin config label.

@@ -82,7 +82,7 @@ def test_several_pools_in_one_call(api):
 
 @pytest.mark.parametrize("nodes, words", [
     ([{"selector": "nodepool=dra", "labels": {"nvidia.com/dra-kubelet-plugin": True}}],
-     "nodes[0].labels.nvidia.com/dra-kubelet-plugin: True is not a label value"),
+     "nodes[0].labels: the value of label 'nvidia.com/dra-kubelet-plugin' is True, not a string"),
     ([{"selector": " ", "labels": DRA}], "nodes[0].selector: is missing"),
     ([{"selector": "nodepool in ()", "labels": DRA}], "nodes[0].selector"),
     ([{"selector": "nodepool=dra", "labels": {"bad key!": "x"}}], "nodes[0].labels: label key 'bad key!'"),

@@ -18,8 +18,8 @@ def node(name, labels=None):
     ([{"labels": DRA}], "nodes[0].selector: is missing"),
     ([{"selector": "a=b,", "labels": DRA}], "nodes[0].selector: 'a=b,' has an empty term"),
     ([{"selector": "a=b", "labels": None}], "nodes[0].labels: must be a non-empty dictionary"),
-    ([{"selector": "a=b", "labels": {"x": 8}}], "nodes[0].labels.x: 8 is not a label value"),
-    ([{"selector": "a=b", "labels": {"x": "a" * 64}}], "nodes[0].labels.x"),
+    ([{"selector": "a=b", "labels": {"x": 8}}], "nodes[0].labels: the value of label 'x' is 8, not a string"),
+    ([{"selector": "a=b", "labels": {"x": "a" * 64}}], "nodes[0].labels: label 'x' has an invalid value"),
     ([{"selector": "a=b", "labels": {"-x": "y"}}], "nodes[0].labels: label key '-x'"),
     ([{"selector": "a=b", "labels": DRA}, {"selector": "a=b", "labels": DRA}], "nodes[1].name: 'a=b' names two entries"),
 ])

@@ -44,14 +44,7 @@ def check_requests(entries, field="nodes"):
         if not isinstance(labels, dict) or not labels:
             raise ParamError(where + ".labels", "must be a non-empty dictionary of label: value",
                              "give the labels these nodes get")
-        checked = {}
-        for key, value in labels.items():
-            validate.label_key(where + ".labels", key)
-            if not isinstance(value, str) or len(value) > 63 or not validate.LABEL_VALUE.match(value):
-                raise ParamError("%s.labels.%s" % (where, key), "%r is not a label value" % (value,),
-                                 "use a string of at most 63 characters: letters, digits, '-', '_' and '.' "
-                                 "(quote true/false and numbers in YAML)")
-            checked[key] = value
+        checked = validate.labels(where + ".labels", labels)
         name = str(entry.get("name") or selector)
         if name in names:
             raise ParamError(where + ".name", "%r names two entries" % name, "give each entry its own name")
