@@ -111,7 +111,30 @@ molecule-kind: setup
 	@kind version >/dev/null 2>&1 || { echo "molecule-kind needs kind v0.31.0 or newer on the PATH: https://kind.sigs.k8s.io/docs/user/quick-start/#installation"; exit 2; }
 	cd $(ROOT) && molecule test -s kind
 
-test: setup lint sanity pytest molecule-hosts demo package ee-introspect
+test: setup lint sanity cluster-build pytest molecule-hosts molecule-cluster demo package ee-introspect
+
+# The local control plane (docs/testing.md): etcd, kube-apiserver, kube-controller-manager, kube-scheduler
+# and KWOK built from the Go modules pinned in tools/cluster and tools/kwok, cached under
+# $${XDG_CACHE_HOME:-~/.cache}/gpu-platform keyed by the pins; fake GPU nodes; the test charts on a loopback
+# Helm repository; the operators' part played by tests/fakes/live.py. build/cluster/kubeconfig reaches it.
+LOCAL_CLUSTER := $(VENV)/bin/python -m scripts.local_cluster
+.PHONY: cluster-build cluster-up cluster-down cluster-status molecule-cluster
+cluster-build: venv
+	cd $(ROOT) && $(LOCAL_CLUSTER) build
+
+cluster-up: setup cluster-build
+	cd $(ROOT) && $(LOCAL_CLUSTER) up
+
+cluster-down: venv
+	cd $(ROOT) && $(LOCAL_CLUSTER) down
+
+cluster-status: venv
+	cd $(ROOT) && $(LOCAL_CLUSTER) status
+
+# molecule/cluster: site.yml converges, stays idempotent and verifies on the local control plane
+# (its own CLUSTER_DIR, started and stopped by the scenario's create and destroy).
+molecule-cluster: setup cluster-build
+	cd $(ROOT) && molecule test -s cluster
 
 # The Galaxy artifact, as AWX or an execution environment installs it; build_ignore in galaxy.yml
 # keeps tests, molecule, scripts, bench and local tooling out of it.
@@ -150,4 +173,5 @@ bench-hosts: setup host-image
 	CONTAINERS_CONF=$(HOST_CONTAINERS_CONF) python bench/host_noop.py
 
 clean:
-	rm -rf $(BUILD) $(VENV) $(TOOLS) .pytest_cache
+	-test ! -f $(BUILD)/cluster/state.json || $(LOCAL_CLUSTER) down
+	rm -rf $(BUILD) $(VENV) $(TOOLS)/bin .pytest_cache

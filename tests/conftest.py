@@ -10,7 +10,7 @@ COLLECTIONS = os.path.join(ROOT, "build", "collections")
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 
-pytest_plugins = ["tests.fakes.fixtures", "tests.fakes.repo_fixtures"]
+pytest_plugins = ["tests.fakes.fixtures", "tests.fakes.repo_fixtures", "tests.local_cluster"]
 
 
 @pytest.fixture(scope="session")

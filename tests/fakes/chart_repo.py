@@ -123,7 +123,8 @@ class LoopbackServer:
 
     fail_status = 503
 
-    def __init__(self):
+    def __init__(self, port=0):
+        self.bind_port = port
         self.fail_all = False
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -135,7 +136,7 @@ class LoopbackServer:
         """Bind a free loopback port and serve in a daemon thread; returns self."""
         if self._httpd is not None:
             return self
-        httpd = _QuietThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        httpd = _QuietThreadingHTTPServer(("127.0.0.1", self.bind_port), _Handler)
         httpd.owner = self
         self._httpd = httpd
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
@@ -221,8 +222,8 @@ def _rfc3339(when: _dt.datetime) -> str:
 class ChartRepoServer(LoopbackServer):
     """An HTTP Helm repository (``index.yaml`` + ``charts/<file>.tgz``) on loopback."""
 
-    def __init__(self, charts=()):
-        super().__init__()
+    def __init__(self, charts=(), port=0):
+        super().__init__(port)
         self._charts: dict[tuple[str, str], dict] = {}  # (name, version) -> entry state
         self._index_bytes = b""
         for tgz in charts:
@@ -343,3 +344,31 @@ def http_request(method: str, url: str, body: bytes | None = None, headers: dict
             return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()
     except urllib.error.HTTPError as err:
         return err.code, {k.lower(): v for k, v in err.headers.items()}, err.read()
+
+
+def main(argv=None):
+    """``python -m tests.fakes.chart_repo --serve DIR [--port P]``: serve every chart archive in DIR
+    until stopped (the local cluster's chart repository, ``make cluster-up``)."""
+    import argparse
+    import signal
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--serve", required=True, help="a directory of packaged charts (*.tgz)")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    charts = sorted(Path(args.serve).glob("*.tgz"))
+    if not charts:
+        parser.error("no chart archive (*.tgz) in %s" % args.serve)
+    server = ChartRepoServer(charts, port=args.port).start()
+    print("serving %d charts at %s" % (len(charts), server.url), flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *unused: stop.set())
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    server.stop()
+
+
+if __name__ == "__main__":
+    main()

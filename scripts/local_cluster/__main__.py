@@ -1,0 +1,212 @@
+"""``python -m scripts.local_cluster build|up|down|status``: see ``docs/testing.md``.
+
+Settings (environment): ``CLUSTER_DIR`` (state, default ``build/cluster``), ``CLUSTER_GPU_NODES``
+(default 4), ``CLUSTER_PORT_<COMPONENT>`` (a fixed port instead of a free one),
+``CLUSTER_START_TIMEOUT`` (seconds per component, default 120), ``GPU_PLATFORM_CACHE``.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import ssl
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from . import ClusterError
+from .build import ROOT, ensure_built, pins
+from .components import control_plane, platform_services
+from .fleet import fleet, write_kwok_config
+from .pki import Pki
+from .processes import State, alive, dead, env_name, pick_ports, start, stop, tail, tls_context
+
+PORT_NAMES = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
+              "chart-repo", "operators")
+# The charts the platform installs, served by the loopback repository: fixture charts with the real
+# names, CRDs and workload names (tests/fixtures/charts), at the versions the collection pins.
+CHARTS = (("gpu-operator", "v26.7.0"), ("network-operator", "26.4.1"), ("volcano", "1.15.1"), ("kueue", "0.19.2"),
+          ("kai-scheduler", "v0.13.0"), ("nvidia-dra-driver-gpu", "25.12.0"))
+
+
+def state_dir():
+    return State(os.environ.get("CLUSTER_DIR") or ROOT / "build" / "cluster")
+
+
+def _int_env(name, default):
+    value = os.environ.get(name, "")
+    if not value:
+        return default
+    if not value.isdigit():
+        raise ClusterError("%s=%r is not a whole number" % (name, value))
+    return int(value)
+
+
+class Api:
+    """Just enough of the API for cluster-up: JSON requests with the admin certificate."""
+
+    def __init__(self, server, pki):
+        self.server = server
+        self.context = tls_context(pki, client_cert=True)
+
+    def request(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.server + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10, context=self.context) as response:
+                return response.status, json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read() or b"{}")
+
+
+def _ready(node):
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (node.get("status") or {}).get("conditions") or [])
+
+
+def add_fleet(api, count, timeout):
+    nodes = fleet(count)
+    for node in nodes:
+        code, body = api.request("POST", "/api/v1/nodes", node)
+        if code not in (201, 409):
+            raise ClusterError("creating node %s failed: %s %s" % (node["metadata"]["name"], code, body.get("message")))
+    names = {node["metadata"]["name"] for node in nodes}
+    deadline = time.monotonic() + timeout
+    while True:
+        code, body = api.request("GET", "/api/v1/nodes")
+        ready = {n["metadata"]["name"] for n in body.get("items", []) if _ready(n)}
+        if names <= ready:
+            return sorted(names)
+        if time.monotonic() > deadline:
+            raise ClusterError("nodes not Ready after %d s: %s. KWOK marks them Ready; see its log: %s"
+                               % (timeout, ", ".join(sorted(names - ready)), state_dir().logs / "kwok.log"))
+        time.sleep(0.5)
+
+
+def _package_charts(target):
+    from tests.fakes.charts import FIXTURE_CHARTS_DIR, package_chart
+    target.mkdir(parents=True, exist_ok=True)
+    for name, version in CHARTS:
+        if not (target / ("%s-%s.tgz" % (name, version))).exists():
+            package_chart(FIXTURE_CHARTS_DIR / name, target, version=version)
+
+
+def _running(state, data):
+    """True when a recorded cluster runs whole; a part that died is an error naming it."""
+    records = data.get("components") or {}
+    if not records:
+        return False
+    gone = dead(records)
+    if not gone:
+        return True
+    lines = ["%s (pid %s) is not running any more. Last lines of its log:\n%s\n  Full log: %s"
+             % (name, record.get("pid"), tail(record["log"]), record["log"]) for name, record in gone]
+    raise ClusterError("the local cluster in %s is broken: %s\nRun `make cluster-down` (it stops the rest), "
+                       "then `make cluster-up`." % (state.dir, "\n".join(lines)))
+
+
+def up(args):
+    started = time.monotonic()
+    state = state_dir()
+    data = state.load()
+    if _running(state, data):
+        print("the local cluster is already running (KUBECONFIG=%s); nothing to do" % state.kubeconfig)
+        return 0
+    binaries = ensure_built()
+    count = _int_env("CLUSTER_GPU_NODES", 4)
+    timeout = _int_env("CLUSTER_START_TIMEOUT", 120)
+    fixed = {name: _int_env(env_name(name), 0) for name in PORT_NAMES if os.environ.get(env_name(name))}
+    ports = pick_ports(PORT_NAMES, fixed)
+    state.dir.mkdir(parents=True, exist_ok=True)
+    pki = Pki(state.dir / "pki").ensure()
+    server = "https://127.0.0.1:%d" % ports["kube-apiserver"]
+    pki.kubeconfig(state.kubeconfig, server)
+    for client in ("controller-manager", "scheduler", "kwok"):
+        pki.kubeconfig(state.dir / ("%s.kubeconfig" % client), server, client=client, embed=False)
+    configs = write_kwok_config(state.dir, sorted((binaries / "stages").glob("*.yaml")))
+    _package_charts(state.dir / "charts")
+    data = {"components": {}, "ports": ports, "binaries": str(binaries), "pins": pins(), "gpu_nodes": count}
+    try:
+        for component in control_plane(binaries, state, pki, ports):
+            if component.name == "kwok":
+                component.argv = [a if not a.startswith("--config=") else "--config=" + ",".join(map(str, configs))
+                                  for a in component.argv]
+            data["components"][component.name] = start(component, state, pki, timeout)
+            state.save(data)
+        nodes = add_fleet(Api(server, pki), count, timeout)
+        for component in platform_services(state, ports):
+            data["components"][component.name] = start(component, state, pki, timeout)
+            state.save(data)
+    except BaseException:
+        stop(data["components"])
+        state.save(dict(data, components={}))
+        raise
+    print("the local cluster is up in %.1f s: kubernetes %s, %d nodes (%s)\n  export KUBECONFIG=%s\n"
+          "  charts: http://127.0.0.1:%d\n  logs: %s"
+          % (time.monotonic() - started, data["pins"]["kubernetes"], len(nodes), ", ".join(nodes), state.kubeconfig,
+             ports["chart-repo"], state.logs))
+    return 0
+
+
+def down(args):
+    state = state_dir()
+    data = state.load()
+    records = data.get("components") or {}
+    stopped = stop(records)
+    if (state.dir / "etcd").exists() and not args.keep_data:
+        shutil.rmtree(state.dir / "etcd")
+    state.save(dict(data, components={}))
+    print("stopped: %s" % (", ".join(stopped) if stopped else "nothing was running"))
+    return 0
+
+
+def status(args):
+    state = state_dir()
+    data = state.load()
+    records = data.get("components") or {}
+    if not records:
+        print("the local cluster is not running (make cluster-up)")
+        return 3
+    for name, record in records.items():
+        print("%-24s %s pid %s" % (name, "running" if alive(record) else "DEAD", record.get("pid")))
+    _running(state, data)
+    context = tls_context(Pki(state.dir / "pki"), client_cert=True)
+    url = "https://127.0.0.1:%d/readyz" % data["ports"]["kube-apiserver"]
+    try:
+        with urllib.request.urlopen(url, timeout=5, context=context) as response:
+            print("readyz: %s" % response.read().decode())
+    except (OSError, ssl.SSLError) as exc:
+        raise ClusterError("the API server does not answer %s: %s" % (url, exc)) from None
+    return 0
+
+
+def build(args):
+    print(ensure_built())
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m scripts.local_cluster", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("build", help="build the binaries (or find them in the cache); prints their directory")
+    commands.add_parser("up", help="start the cluster (a no-op when it runs)")
+    down_parser = commands.add_parser("down", help="stop every process cluster-up started")
+    down_parser.add_argument("--keep-data", action="store_true", help="keep etcd's data for the next start")
+    commands.add_parser("status", help="what runs, and /readyz")
+    args = parser.parse_args(argv)
+    try:
+        return {"build": build, "up": up, "down": down, "status": status}[args.command](args)
+    except ClusterError as exc:
+        print("cluster-%s: %s" % (args.command, exc), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("cluster-%s: interrupted" % args.command, file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

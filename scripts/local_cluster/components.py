@@ -1,0 +1,103 @@
+"""The command line of each component, and how to tell it is ready.
+
+Admission plugins: the API server's defaults (which include PodSecurity, NodeRestriction,
+ServiceAccount, ResourceQuota, LimitRanger, Priority, the webhooks and
+ValidatingAdmissionPolicy) plus what managed clusters (AKS, EKS, GKE) also turn on.
+"""
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXTRA_ADMISSION = ("NodeRestriction", "PodSecurity", "DefaultStorageClass", "DefaultTolerationSeconds",
+                   "ResourceQuota", "LimitRanger", "Priority", "ServiceAccount", "NamespaceLifecycle",
+                   "ValidatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
+SERVICE_RANGE = "10.96.0.0/16"
+POD_RANGE = "10.244.0.0/16"
+# controller-manager: its default set ("*"), which makes Deployments, ReplicaSets, DaemonSets, Jobs,
+# namespaces, service accounts and garbage collection work (the cloud ones stay idle without a cloud).
+CONTROLLERS = "*"
+
+
+@dataclass
+class Component:
+    name: str
+    argv: list
+    health: str  # URL polled until it answers 200 ("ok")
+    client_cert: bool = False  # the health URL needs the admin client certificate
+    env: dict = field(default_factory=dict)
+
+
+def control_plane(binaries, state, pki, ports):
+    """The components in start order."""
+    bind = "127.0.0.1"
+    kube = lambda name: str(state.dir / ("%s.kubeconfig" % name))  # noqa: E731 (a short local helper)
+    etcd_url = "http://%s:%d" % (bind, ports["etcd"])
+    peer_url = "http://%s:%d" % (bind, ports["etcd-peer"])
+    return [
+        Component("etcd", [str(binaries / "etcd"), "--name=local", "--data-dir=%s" % (state.dir / "etcd"),
+                           "--listen-client-urls=" + etcd_url, "--advertise-client-urls=" + etcd_url,
+                           "--listen-peer-urls=" + peer_url, "--initial-advertise-peer-urls=" + peer_url,
+                           "--initial-cluster=local=" + peer_url, "--log-level=warn",
+                           "--unsafe-no-fsync=true", "--quota-backend-bytes=4294967296"],
+                  etcd_url + "/health"),
+        Component("kube-apiserver", [
+            str(binaries / "kube-apiserver"), "--etcd-servers=" + etcd_url,
+            "--bind-address=" + bind, "--secure-port=%d" % ports["kube-apiserver"],
+            "--tls-cert-file=%s" % pki.cert("serving-apiserver"), "--tls-private-key-file=%s" % pki.key("serving-apiserver"),
+            "--client-ca-file=%s" % pki.ca,
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            "--service-account-key-file=%s" % pki.sa_pub, "--service-account-signing-key-file=%s" % pki.sa_key,
+            "--api-audiences=https://kubernetes.default.svc.cluster.local",
+            "--service-cluster-ip-range=" + SERVICE_RANGE,
+            "--authorization-mode=Node,RBAC", "--anonymous-auth=false",
+            "--enable-admission-plugins=" + ",".join(EXTRA_ADMISSION),
+            "--kubelet-client-certificate=%s" % pki.cert("client-apiserver-kubelet-client"),
+            "--kubelet-client-key=%s" % pki.key("client-apiserver-kubelet-client"),
+            "--kubelet-preferred-address-types=InternalIP", "--allow-privileged=true", "--profiling=false",
+            "--enable-priority-and-fairness=false", "--v=1"],
+            "https://%s:%d/readyz" % (bind, ports["kube-apiserver"]), client_cert=True),
+        Component("kube-controller-manager", [
+            str(binaries / "kube-controller-manager"), "--kubeconfig=" + kube("controller-manager"),
+            "--authentication-kubeconfig=" + kube("controller-manager"),
+            "--authorization-kubeconfig=" + kube("controller-manager"),
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez",
+            "--bind-address=" + bind, "--secure-port=%d" % ports["kube-controller-manager"],
+            "--root-ca-file=%s" % pki.ca, "--service-account-private-key-file=%s" % pki.sa_key,
+            "--use-service-account-credentials=true", "--controllers=" + CONTROLLERS,
+            "--cluster-cidr=" + POD_RANGE, "--service-cluster-ip-range=" + SERVICE_RANGE,
+            "--cluster-signing-cert-file=%s" % pki.ca, "--cluster-signing-key-file=%s" % pki.key("ca"),
+            "--leader-elect=false", "--kube-api-qps=200", "--kube-api-burst=400", "--v=1"],
+            "https://%s:%d/healthz" % (bind, ports["kube-controller-manager"])),
+        Component("kube-scheduler", [
+            str(binaries / "kube-scheduler"), "--kubeconfig=" + kube("scheduler"),
+            "--authentication-kubeconfig=" + kube("scheduler"), "--authorization-kubeconfig=" + kube("scheduler"),
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez",
+            "--bind-address=" + bind, "--secure-port=%d" % ports["kube-scheduler"], "--leader-elect=false",
+            "--v=1"],
+            "https://%s:%d/healthz" % (bind, ports["kube-scheduler"])),
+        Component("kwok", [
+            str(binaries / "kwok"), "--kubeconfig=" + kube("kwok"), "--config=%s" % (state.dir / "kwok.yaml"),
+            "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+            "--node-ip=" + bind, "--node-port=%d" % ports["kwok"],
+            "--server-address=%s:%d" % (bind, ports["kwok"]),
+            "--tls-cert-file=%s" % pki.cert("serving-kwok"), "--tls-private-key-file=%s" % pki.key("serving-kwok"),
+            "--node-lease-duration-seconds=40", "--v=-4"],
+            "https://%s:%d/healthz" % (bind, ports["kwok"])),
+    ]
+
+
+def platform_services(state, ports):
+    """What the platform's own controllers and charts would be on a real cluster, played on loopback:
+    the chart repository serving the test charts and the simulated operators (tests/fakes/live.py)."""
+    python = sys.executable
+    return [
+        Component("chart-repo", [python, "-m", "tests.fakes.chart_repo", "--serve", str(state.dir / "charts"),
+                                 "--port", str(ports["chart-repo"])],
+                  "http://127.0.0.1:%d/index.yaml" % ports["chart-repo"], env={"PYTHONPATH": str(ROOT)}),
+        Component("operators", [python, "-m", "tests.fakes.live", "--kubeconfig", str(state.kubeconfig),
+                                "--logs-dir", str(state.dir / "pod-logs"),
+                                "--health-port", str(ports["operators"])],
+                  "http://127.0.0.1:%d/healthz" % ports["operators"], env={"PYTHONPATH": str(ROOT)}),
+    ]
