@@ -1,7 +1,7 @@
 """``python -m scripts.local_cluster build|up|down|status``: see ``docs/testing.md``.
 
 Settings (environment): ``CLUSTER_DIR`` (state, default ``build/cluster``), ``CLUSTER_GPU_NODES``
-(default 4), ``CLUSTER_PORT_<COMPONENT>`` (a fixed port instead of a free one),
+(default 4), ``CLUSTER_BARE=1`` (``up --bare``), ``CLUSTER_PORT_<COMPONENT>`` (a fixed port instead of a free one),
 ``CLUSTER_START_TIMEOUT`` (seconds per component, default 120), ``GPU_PLATFORM_CACHE``.
 """
 
@@ -137,7 +137,7 @@ def up(args):
             data["components"][component.name] = start(component, state, pki, timeout)
             state.save(data)
         nodes = add_fleet(Api(server, pki), count, timeout)
-        for component in platform_services(state, ports):
+        for component in ([] if args.bare else platform_services(state, ports)):
             data["components"][component.name] = start(component, state, pki, timeout)
             state.save(data)
     except BaseException:
@@ -193,7 +193,10 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("build", help="build the binaries (or find them in the cache); prints their directory")
-    commands.add_parser("up", help="start the cluster (a no-op when it runs)")
+    up_parser = commands.add_parser("up", help="start the cluster (a no-op when it runs)")
+    up_parser.add_argument("--bare", action="store_true", default=os.environ.get("CLUSTER_BARE") == "1",
+                           help="only the control plane and the fleet: no chart repository, no simulated operators "
+                                "(also CLUSTER_BARE=1)")
     down_parser = commands.add_parser("down", help="stop every process cluster-up started")
     down_parser.add_argument("--keep-data", action="store_true", help="keep etcd's data for the next start")
     commands.add_parser("status", help="what runs, and /readyz")

@@ -166,13 +166,11 @@ def ensure_built(go=None, log=print):
     build_log = cache_root() / ("build-%s.log" % key)
     build_log.write_text("")
     started = time.monotonic()
-    _run_build([go, "build", "-trimpath", "-ldflags", _ldflags(versions), "-o", str(staging / "gpcluster"),
-                "./cmd/gpcluster"], CLUSTER_MODULE, build_log, "the control plane (tools/cluster)")
-    _run_build([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / "kwok"), "sigs.k8s.io/kwok/cmd/kwok"],
-               KWOK_MODULE, build_log, "kwok (tools/kwok)")
-    for component in COMPONENTS:
-        os.symlink("gpcluster", staging / component)
-    _copy_kwok_stages(go, staging / "stages")
+    try:
+        _build_into(go, versions, staging, build_log)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     seconds = round(time.monotonic() - started, 1)
     (staging / "manifest.json").write_text(json.dumps({
         "pins": versions, "go": _go_version(go), "key": key, "build_seconds": seconds,
@@ -182,3 +180,13 @@ def ensure_built(go=None, log=print):
     os.replace(staging, bindir)  # complete or absent: never a half-written cache entry
     log("built in %.0f s: %s" % (seconds, bindir))
     return bindir
+
+
+def _build_into(go, versions, staging, build_log):
+    _run_build([go, "build", "-trimpath", "-ldflags", _ldflags(versions), "-o", str(staging / "gpcluster"),
+                "./cmd/gpcluster"], CLUSTER_MODULE, build_log, "the control plane (tools/cluster)")
+    _run_build([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / "kwok"), "sigs.k8s.io/kwok/cmd/kwok"],
+               KWOK_MODULE, build_log, "kwok (tools/kwok)")
+    for component in COMPONENTS:
+        os.symlink("gpcluster", staging / component)
+    _copy_kwok_stages(go, staging / "stages")

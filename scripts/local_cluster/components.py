@@ -26,6 +26,7 @@ class Component:
     argv: list
     health: str  # URL polled until it answers 200 ("ok")
     client_cert: bool = False  # the health URL needs the admin client certificate
+    verify: bool = True  # False: the component serves a self-signed certificate of its own (probe only)
     env: dict = field(default_factory=dict)
 
 
@@ -56,6 +57,11 @@ def control_plane(binaries, state, pki, ports):
             "--kubelet-client-certificate=%s" % pki.cert("client-apiserver-kubelet-client"),
             "--kubelet-client-key=%s" % pki.key("client-apiserver-kubelet-client"),
             "--kubelet-preferred-address-types=InternalIP", "--allow-privileged=true", "--profiling=false",
+            "--requestheader-client-ca-file=%s" % pki.ca, "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            "--proxy-client-cert-file=%s" % pki.cert("client-front-proxy"),
+            "--proxy-client-key-file=%s" % pki.key("client-front-proxy"),
             "--enable-priority-and-fairness=false", "--v=1"],
             "https://%s:%d/readyz" % (bind, ports["kube-apiserver"]), client_cert=True),
         Component("kube-controller-manager", [
@@ -69,21 +75,21 @@ def control_plane(binaries, state, pki, ports):
             "--cluster-cidr=" + POD_RANGE, "--service-cluster-ip-range=" + SERVICE_RANGE,
             "--cluster-signing-cert-file=%s" % pki.ca, "--cluster-signing-key-file=%s" % pki.key("ca"),
             "--leader-elect=false", "--kube-api-qps=200", "--kube-api-burst=400", "--v=1"],
-            "https://%s:%d/healthz" % (bind, ports["kube-controller-manager"])),
+            "https://%s:%d/healthz" % (bind, ports["kube-controller-manager"]), verify=False),
         Component("kube-scheduler", [
             str(binaries / "kube-scheduler"), "--kubeconfig=" + kube("scheduler"),
             "--authentication-kubeconfig=" + kube("scheduler"), "--authorization-kubeconfig=" + kube("scheduler"),
             "--authorization-always-allow-paths=/healthz,/readyz,/livez",
             "--bind-address=" + bind, "--secure-port=%d" % ports["kube-scheduler"], "--leader-elect=false",
             "--v=1"],
-            "https://%s:%d/healthz" % (bind, ports["kube-scheduler"])),
+            "https://%s:%d/healthz" % (bind, ports["kube-scheduler"]), verify=False),
         Component("kwok", [
             str(binaries / "kwok"), "--kubeconfig=" + kube("kwok"), "--config=%s" % (state.dir / "kwok.yaml"),
             "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             "--node-ip=" + bind, "--node-port=%d" % ports["kwok"],
             "--server-address=%s:%d" % (bind, ports["kwok"]),
             "--tls-cert-file=%s" % pki.cert("serving-kwok"), "--tls-private-key-file=%s" % pki.key("serving-kwok"),
-            "--node-lease-duration-seconds=40", "--v=-4"],
+            "--node-lease-duration-seconds=40", "--v=0"],
             "https://%s:%d/healthz" % (bind, ports["kwok"])),
     ]
 

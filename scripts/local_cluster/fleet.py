@@ -104,7 +104,7 @@ BARE_POD_COMPLETE = {
 
 
 def write_kwok_config(state_dir, upstream_stages):
-    """kwok.yaml: the upstream stages (node init, lease heartbeat, pod ready/complete/delete), ours, and logs."""
+    """kwok.yaml (KWOK's options come from its flags): the upstream stages (node init, lease heartbeat, pod ready/complete/delete), ours, and logs."""
     state_dir = Path(state_dir)
     logs_dir = state_dir / "pod-logs"
     logs_dir.mkdir(parents=True, exist_ok=True)
@@ -113,9 +113,7 @@ def write_kwok_config(state_dir, upstream_stages):
         path = logs_dir / ("%s.log" % container)
         path.write_text(text)
         logs.append({"containers": [container], "logsFile": str(path)})
-    documents = [{"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration",
-                  "options": {"enableCNI": False}},
-                 BARE_POD_COMPLETE,
+    documents = [BARE_POD_COMPLETE,
                  {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
                   "metadata": {"name": "gpu-platform-smoke-logs"}, "spec": {"logs": logs}}]
     ours = state_dir / "kwok.yaml"

@@ -24,6 +24,7 @@ CLIENTS = {
     "scheduler": ("system:kube-scheduler", None),
     "kwok": ("system:kwok-controller", "system:masters"),
     "apiserver-kubelet-client": ("kube-apiserver-kubelet-client", "system:masters"),
+    "front-proxy": ("front-proxy-client", None),
 }
 SERVING = {
     "apiserver": ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",

@@ -120,7 +120,12 @@ def _get(url, context, timeout=2):
         return None, str(exc)
 
 
-def tls_context(pki, client_cert):
+def tls_context(pki, client_cert, verify=True):
+    if not verify:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
     context = ssl.create_default_context(cafile=str(pki.ca))
     if client_cert:
         context.load_cert_chain(str(pki.cert("client-admin")), str(pki.key("client-admin")))
@@ -141,7 +146,7 @@ def start(component, state, pki, timeout):
         except OSError as exc:
             raise ClusterError("%s could not be started: %s (run `make cluster-build`)" % (component.name, exc)) from None
     record = {"pid": proc.pid, "start_time": start_time(proc.pid), "log": str(log), "argv": component.argv}
-    context = tls_context(pki, component.client_cert) if component.health.startswith("https") else None
+    context = tls_context(pki, component.client_cert, component.verify) if component.health.startswith("https") else None
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
