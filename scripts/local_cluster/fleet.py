@@ -20,7 +20,7 @@ POOLS = (
     ("dra", "NVIDIA-H100-80GB-HBM3", 81920, "hopper", True, False),
 )
 GPUS_PER_NODE = 8
-RDMA_RESOURCE = "rdma/rdma_shared_device_a"  # the Network Operator's shared device plugin resource
+RDMA_RESOURCE = "rdma/shared_ib"  # the RDMA shared device plugin resource nic_cluster_policy names by default
 RDMA_SHARED = 63
 SYSTEM_NODE = "system-node-1"
 

@@ -78,7 +78,7 @@ def test_the_gpu_fleet_is_ready_and_labelled_as_gfd_and_nfd_label_it(local_clust
     assert all(n["status"]["allocatable"]["nvidia.com/gpu"] == "8" for n in gpu)
     assert all(n["metadata"]["labels"]["feature.node.kubernetes.io/pci-10de.present"] == "true" for n in gpu)
     rdma = [n for n in gpu if n["metadata"]["labels"].get("feature.node.kubernetes.io/pci-15b3.present") == "true"]
-    assert rdma and all("rdma/rdma_shared_device_a" in n["status"]["allocatable"] for n in rdma)
+    assert rdma and all("rdma/shared_ib" in n["status"]["allocatable"] for n in rdma)
     assert "nvidia.com/gpu" not in by_name["system-node-1"]["status"]["allocatable"]
 
 

@@ -8,8 +8,10 @@ through the ``kubernetes`` Python client, so a test's assertions are the same co
   take real time as they would on a cluster.
 * ``real``: the cluster ``KUBECONFIG`` pointed at when the session started (read here, at import, before the
   fake fixtures point ``KUBECONFIG`` at a fake), if its API server answers ``/version``; skipped otherwise,
-  with the command to run. The namespace is deleted at teardown, and the test waits (bounded) until it is gone.
-  Cluster-scoped writes (Nodes, the NicClusterPolicy singleton, MIG labels) are skipped on a real cluster
+  with the command to run. Without ``KUBECONFIG`` it is the local control plane (``local_cluster``, the real
+  kube-apiserver built from pinned modules that ``make test`` starts), where cluster-scoped writes are allowed:
+  it is the session's own. The namespace is deleted at teardown, and the test waits (bounded) until it is gone.
+  Cluster-scoped writes (Nodes, the NicClusterPolicy singleton, MIG labels) are skipped on a user's cluster
   unless ``GPU_PLATFORM_IT_CLUSTER_SCOPED=1``.
 """
 from __future__ import annotations
@@ -54,8 +56,10 @@ def cluster_scoped_refused(what):
 class Cluster:
     """One test's cluster, fake or real, read and written through the kubernetes client."""
 
-    def __init__(self, kind, kubeconfig, namespace, cache_dir):
+    def __init__(self, kind, kubeconfig, namespace, cache_dir, cluster_scoped=CLUSTER_SCOPED, own=False):
         self.kind = kind
+        self.cluster_scoped = cluster_scoped
+        self.own = own  # the session's own local control plane: CRDs may be installed on it
         self.kubeconfig = str(kubeconfig)
         self.namespace = namespace
         self.api_client = config.new_client_from_config(config_file=self.kubeconfig)
@@ -153,8 +157,28 @@ class Cluster:
     # -- what a test may do here ------------------------------------------------------------------
     def require_cluster_scoped(self, what):
         """Skip on a real cluster unless cluster-scoped writes were allowed."""
-        if self.real and not CLUSTER_SCOPED:
+        if self.real and not self.cluster_scoped:
             pytest.skip(cluster_scoped_refused(what))
+
+
+SHARED_UPSTREAM = Path(__file__).resolve().parents[2].parent / "shared" / "upstream"
+NETWORK_OPERATOR_CRDS = [SHARED_UPSTREAM / "network-operator" / name for name in (
+    "nicclusterpolicies.mellanox.com.yaml", "ipoibnetworks.mellanox.com.yaml", "ippools.nv-ipam.nvidia.com.yaml")]
+
+
+def install_crds(cluster, paths, timeout=60):
+    """Server-side apply upstream CRD files with real kubectl and wait until each is Established."""
+    env = dict(os.environ, KUBECONFIG=cluster.kubeconfig)
+    args = [str(TOOLS_BIN / "kubectl"), "apply", "--server-side", "--field-manager=gpu-platform-tests"]
+    for path in paths:
+        args += ["-f", str(path)]
+    proc = subprocess.run(args, env=env, capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run([str(TOOLS_BIN / "kubectl"), "wait", "--for=condition=Established", "--timeout=%ds" % timeout,
+                           *["-f=%s" % p for p in paths]], env=env, capture_output=True, text=True, check=False,
+                          timeout=timeout + 30)
+    assert proc.returncode == 0, proc.stderr
+    cluster.dyn.resources.invalidate_cache()
 
 
 def _single_kubeconfig(value, directory):
@@ -191,10 +215,11 @@ def api_version_answer(kubeconfig, timeout=10):
 
 
 @pytest.fixture(scope="session")
-def real_kubeconfig(tmp_path_factory):
-    """The real cluster's kubeconfig, once its API server answered /version; skips (for the session) otherwise."""
+def real_kubeconfig(request, tmp_path_factory):
+    """The real cluster's kubeconfig, once its API server answered /version; skips (for the session) otherwise.
+    Without KUBECONFIG: the local control plane's."""
     if not REAL_KUBECONFIG:
-        pytest.skip(NO_KUBECONFIG)
+        return request.getfixturevalue("local_cluster").kubeconfig
     path = _single_kubeconfig(REAL_KUBECONFIG, tmp_path_factory.mktemp("real-kubeconfig"))
     try:
         api_version_answer(path)
@@ -214,7 +239,9 @@ def cluster(request, tmp_path):
     else:
         kubeconfig = request.getfixturevalue("real_kubeconfig")
     namespace = NAMESPACE_PREFIX + secrets.token_hex(3)
-    current = Cluster(request.param, kubeconfig, namespace, tmp_path / "it-client-cache")
+    own_cluster = request.param == "real" and not REAL_KUBECONFIG  # the session's local control plane
+    current = Cluster(request.param, kubeconfig, namespace, tmp_path / "it-client-cache",
+                      cluster_scoped=CLUSTER_SCOPED or own_cluster, own=own_cluster)
     current.create_namespace()
     try:
         yield current

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.driver_mode import DRIVER_POD_SELECTORS
-from tests.integration.conftest import TEST_LABEL
+from tests.integration.conftest import NETWORK_OPERATOR_CRDS, TEST_LABEL, install_crds
 from tests.modules.harness import run_module
 
 CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"
@@ -346,6 +346,10 @@ def nic_params(cluster):
     cluster singleton, so on a real cluster it needs the opt-in, the CRDs and no policy already there."""
     cluster.require_cluster_scoped("the NicClusterPolicy nic-cluster-policy and an IPoIBNetwork")
     missing = [kind for api_version, kind in (POLICY[:2], IPPOOL, IPOIB_NETWORK) if not cluster.serves(api_version, kind)]
+    if missing and cluster.real and cluster.own:
+        install_crds(cluster, NETWORK_OPERATOR_CRDS)  # the session's own cluster: the operator's CRDs, as its chart has them
+        missing = [kind for api_version, kind in (POLICY[:2], IPPOOL, IPOIB_NETWORK)
+                   if not cluster.serves(api_version, kind)]
     if missing:
         pytest.skip("the cluster does not serve %s: install the NVIDIA Network Operator's CRDs" % ", ".join(missing))
     if cluster.get(*POLICY) is not None:
