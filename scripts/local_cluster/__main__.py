@@ -11,6 +11,7 @@ import os
 import shutil
 import ssl
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -29,6 +30,29 @@ PORT_NAMES = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", 
 # names, CRDs and workload names (tests/fixtures/charts), at the versions the collection pins.
 CHARTS = (("gpu-operator", "v26.7.0"), ("network-operator", "26.4.1"), ("volcano", "1.15.1"), ("kueue", "0.19.2"),
           ("kai-scheduler", "v0.13.0"), ("nvidia-dra-driver-gpu", "25.12.0"))
+# Each chart's crds/ folder, as the real chart carries them: the upstream CRD files (../shared/upstream, and
+# tests/fixtures/crds for KAI's PodGroup), so helm installs the real schemas and the API server judges them.
+UPSTREAM = ROOT.parent / "shared" / "upstream"
+FIXTURE_CRDS = ROOT / "tests" / "fixtures" / "crds"
+CHART_CRDS = {
+    "gpu-operator": ["gpu-operator/clusterpolicies.nvidia.com.yaml", "gpu-operator/nvidiadrivers.nvidia.com.yaml"],
+    "network-operator": ["network-operator/nicclusterpolicies.mellanox.com.yaml",
+                         "network-operator/ipoibnetworks.mellanox.com.yaml",
+                         "network-operator/hostdevicenetworks.mellanox.com.yaml",
+                         "network-operator/macvlannetworks.mellanox.com.yaml",
+                         "network-operator/ippools.nv-ipam.nvidia.com.yaml",
+                         "k8s-cni-cncf-io/network-attachment-definitions.k8s.cni.cncf.io.yaml"],
+    "volcano": ["volcano/jobs.batch.volcano.sh.yaml", "volcano/queues.scheduling.volcano.sh.yaml",
+                "volcano/podgroups.scheduling.volcano.sh.yaml"],
+    "kueue": ["kueue/resourceflavors.kueue.x-k8s.io.yaml", "kueue/clusterqueues.kueue.x-k8s.io.yaml",
+              "kueue/localqueues.kueue.x-k8s.io.yaml", "kueue/workloadpriorityclasses.kueue.x-k8s.io.yaml"],
+    "kai-scheduler": ["kai-scheduler/queues.scheduling.run.ai.yaml", FIXTURE_CRDS / "podgroups.scheduling.run.ai.yaml"],
+    "nvidia-dra-driver-gpu": ["dra-driver/computedomains.resource.nvidia.com.yaml",
+                              "dra-driver/computedomaincliques.resource.nvidia.com.yaml"],
+}
+# The Prometheus Operator is not part of the platform: the cluster has it already (its CRDs, from
+# ../shared/upstream), as a cluster with kube-prometheus-stack would.
+PRESENT_CRDS = ["monitoring/servicemonitors.monitoring.coreos.com.yaml"]
 
 
 def state_dir():
@@ -86,12 +110,40 @@ def add_fleet(api, count, timeout):
         time.sleep(0.5)
 
 
+def _crd_path(relative):
+    path = UPSTREAM / relative  # an absolute path (a fixture CRD) stays as it is
+    if not path.exists():
+        raise ClusterError("%s is missing: ../shared/upstream must be beside the repository" % path)
+    return path
+
+
 def _package_charts(target):
+    """Package each fixture chart at its pinned version with its upstream CRDs in crds/ (once)."""
     from tests.fakes.charts import FIXTURE_CHARTS_DIR, package_chart
     target.mkdir(parents=True, exist_ok=True)
     for name, version in CHARTS:
-        if not (target / ("%s-%s.tgz" % (name, version))).exists():
-            package_chart(FIXTURE_CHARTS_DIR / name, target, version=version)
+        if (target / ("%s-%s.tgz" % (name, version))).exists():
+            continue
+        with tempfile.TemporaryDirectory(prefix="chart-") as scratch:
+            source = Path(scratch) / name
+            shutil.copytree(FIXTURE_CHARTS_DIR / name, source)
+            (source / "crds").mkdir(exist_ok=True)
+            for relative in CHART_CRDS.get(name, ()):
+                shutil.copyfile(_crd_path(relative), source / "crds" / Path(relative).name)
+            try:
+                package_chart(source, target, version=version)
+            except RuntimeError as exc:
+                raise ClusterError("packaging the test chart %s failed: %s" % (name, exc)) from None
+
+
+def _install_present_crds(api):
+    """The CRDs of what the cluster already runs outside the platform (the Prometheus Operator's)."""
+    import yaml
+    for relative in PRESENT_CRDS:
+        crd = yaml.safe_load(_crd_path(relative).read_text())
+        code, body = api.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        if code not in (201, 409):
+            raise ClusterError("installing the CRD %s failed: %s %s" % (relative, code, body.get("message")))
 
 
 def _running(state, data):
@@ -136,7 +188,9 @@ def up(args):
                                   for a in component.argv]
             data["components"][component.name] = start(component, state, pki, timeout)
             state.save(data)
-        nodes = add_fleet(Api(server, pki), count, timeout)
+        api = Api(server, pki)
+        nodes = add_fleet(api, count, timeout)
+        _install_present_crds(api)
         for component in ([] if args.bare else platform_services(state, ports)):
             data["components"][component.name] = start(component, state, pki, timeout)
             state.save(data)
