@@ -1,0 +1,114 @@
+"""site.yml on the real control plane: ``ansible-playbook site.yml -i inventories/cluster``, every layer on.
+
+Real helm installs the test charts (their CRDs are the upstream ones) from the loopback repository; the real
+API server validates every object and admits every pod under its namespace's PodSecurity level; the real
+controller-manager makes the ReplicaSets, DaemonSet pods and Job pods, the real scheduler binds them, KWOK
+runs them; tests/fakes/live.py plays the operators' own controllers. The first run converges, the second
+changes nothing, ``--check`` changes nothing, and uninstall.yml leaves no object of ours.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from kubernetes import config, dynamic
+from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+
+from tests.fakes.charts import helm_env
+from tests.local_cluster import ROOT
+from tests.playbooks.conftest import PlayResult, site_env
+
+pytestmark = pytest.mark.slow
+INVENTORY = ROOT / "inventories" / "cluster"
+OUR_NAMESPACES = ("gpu-operator", "nvidia-network-operator", "volcano-system", "kueue-system", "nvidia-dra-driver-gpu")
+OUR_NODE_LABELS = ("nvidia.com/device-plugin.config", "nvidia.com/mig.config", "nvidia.com/dra-kubelet-plugin")
+
+
+class Site:
+    def __init__(self, cluster, tmp_path):
+        self.cluster = cluster
+        self.env = dict(site_env(helm_env(tmp_path / "helm-env")), CLUSTER_DIR=str(cluster.dir))
+        client = config.new_client_from_config(config_file=cluster.kubeconfig)
+        self.dyn = dynamic.DynamicClient(client)
+
+    def run(self, playbook="site.yml", *args):
+        command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(INVENTORY),
+                   str(ROOT / playbook), *args]
+        proc = subprocess.run(command, env=self.env, capture_output=True, text=True, cwd=str(ROOT), check=False,
+                              timeout=1200)
+        return PlayResult(proc)
+
+    def list(self, api_version, kind, namespace=None, **kw):
+        try:
+            return self.dyn.resources.get(api_version=api_version, kind=kind).get(namespace=namespace, **kw).to_dict()[
+                "items"]
+        except ResourceNotFoundError:
+            return []
+
+    def get(self, api_version, kind, name, namespace=None):
+        try:
+            return self.dyn.resources.get(api_version=api_version, kind=kind).get(name=name, namespace=namespace).to_dict()
+        except (NotFoundError, ResourceNotFoundError):
+            return None
+
+
+@pytest.fixture(scope="module")
+def site(local_cluster, tmp_path_factory):
+    return Site(local_cluster, tmp_path_factory.mktemp("site-on-cluster"))
+
+
+def test_site_converges_on_the_real_api_server_then_changes_nothing(site):
+    first = site.run()
+    assert first.failed == 0, first.failure_messages() or first.debug_text()
+    assert first.changed > 0
+    policy = site.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
+    assert policy["status"]["state"] == "ready"
+    for namespace in ("gpu-operator", "nvidia-network-operator", "volcano-system", "kueue-system"):
+        deployments = site.list("apps/v1", "Deployment", namespace)
+        assert deployments, namespace
+        for deployment in deployments:
+            status = deployment["status"]
+            assert status.get("availableReplicas") == deployment["spec"]["replicas"], deployment["metadata"]["name"]
+            replica_sets = [rs for rs in site.list("apps/v1", "ReplicaSet", namespace)
+                            if any(ref["uid"] == deployment["metadata"]["uid"]
+                                   for ref in rs["metadata"].get("ownerReferences") or [])]
+            assert replica_sets, "the real Deployment controller made a ReplicaSet for %s" % deployment["metadata"]["name"]
+    operands = site.list("apps/v1", "DaemonSet", "gpu-operator")
+    assert operands and all(ds["status"]["numberReady"] == ds["status"]["desiredNumberScheduled"] > 0 for ds in operands)
+    pods = site.list("v1", "Pod", "gpu-operator")
+    assert pods and all(p["spec"].get("nodeName") for p in pods), "every operand pod bound by the real scheduler"
+    nodes = {n["metadata"]["name"]: n for n in site.list("v1", "Node")}
+    assert nodes["gpu-node-3"]["status"]["allocatable"]["nvidia.com/gpu"] == "32", "time-slicing: 8 GPUs x 4"
+    assert nodes["gpu-node-1"]["metadata"]["labels"]["nvidia.com/mig.config.state"] == "success"
+    summary = first.result("What was written and which versions are pinned")["msg"]
+    assert summary[0] == "Delivery: direct install on the cluster"
+    assert "FAIL" not in summary[-1] and "PASS" in summary[-1], summary[-1]
+
+    second = site.run()
+    assert second.failed == 0, second.failure_messages()
+    assert second.changed == 0, second.changed_tasks()
+
+    check = site.run("site.yml", "--check")
+    assert check.failed == 0, check.failure_messages()
+    assert check.changed == 0, check.changed_tasks()
+
+
+def test_uninstall_leaves_no_object_of_ours(site):
+    removed = site.run("playbooks/uninstall.yml", "-e", "gpu_platform_uninstall_confirm=true",
+                       "-e", "gpu_platform_uninstall_crds=true")
+    assert removed.failed == 0, removed.failure_messages() or removed.debug_text()
+    releases = site.list("v1", "Secret", label_selector="owner=helm")
+    assert releases == [], [r["metadata"]["name"] for r in releases]
+    left = [ns["metadata"]["name"] for ns in site.list("v1", "Namespace")
+            if ns["metadata"]["name"] in OUR_NAMESPACES and ns["status"]["phase"] != "Terminating"]
+    assert left == []
+    assert site.list("nvidia.com/v1", "ClusterPolicy") == []
+    assert site.list("mellanox.com/v1alpha1", "NicClusterPolicy") == []
+    labelled = {n["metadata"]["name"]: sorted(set(n["metadata"].get("labels") or {}) & set(OUR_NODE_LABELS))
+                for n in site.list("v1", "Node")}
+    assert {name: labels for name, labels in labelled.items() if labels} == {}
+    again = site.run("playbooks/uninstall.yml", "-e", "gpu_platform_uninstall_confirm=true",
+                     "-e", "gpu_platform_uninstall_crds=true")
+    assert again.failed == 0 and again.changed == 0, again.changed_tasks()
