@@ -33,7 +33,9 @@ class Component:
 def control_plane(binaries, state, pki, ports):
     """The components in start order."""
     bind = "127.0.0.1"
-    kube = lambda name: str(state.dir / ("%s.kubeconfig" % name))  # noqa: E731 (a short local helper)
+
+    def kube(name):
+        return str(state.dir / ("%s.kubeconfig" % name))
     etcd_url = "http://%s:%d" % (bind, ports["etcd"])
     peer_url = "http://%s:%d" % (bind, ports["etcd-peer"])
     return [

@@ -171,4 +171,3 @@ def test_smoke_pods_are_admitted_under_their_namespaces_podsecurity_level(crd_cl
         assert refused == [], "\n".join(refused)
     finally:
         kubectl(cluster.kubeconfig, home, "delete", "namespace", "--wait=false", test_ns)
-

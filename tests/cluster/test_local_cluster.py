@@ -89,10 +89,12 @@ def test_real_controllers_and_kwok_run_a_deployment_and_complete_a_job(local_clu
         kubectl(local_cluster, "-n", ns, "create", "deployment", "web", "--image=registry.example/web:1.0",
                 "--replicas=2")
         kubectl(local_cluster, "-n", ns, "create", "job", "once", "--image=registry.example/job:1.0")
-        wait_for(lambda: json.loads(kubectl(local_cluster, "-n", ns, "get", "deployment", "web", "-o", "json").stdout)
-                 ["status"].get("availableReplicas") == 2, what="the Deployment's 2 replicas")
-        job = wait_for(lambda: [c for c in json.loads(kubectl(local_cluster, "-n", ns, "get", "job", "once", "-o",
-                                                             "json").stdout)["status"].get("conditions") or []
+        def read(kind, name):
+            return json.loads(kubectl(local_cluster, "-n", ns, "get", kind, name, "-o", "json").stdout)
+
+        wait_for(lambda: read("deployment", "web")["status"].get("availableReplicas") == 2,
+                 what="the Deployment's 2 replicas")
+        job = wait_for(lambda: [c for c in read("job", "once")["status"].get("conditions") or []
                                 if c["type"] == "Complete" and c["status"] == "True"], what="the Job to complete")
         assert job
         pods = json.loads(kubectl(local_cluster, "-n", ns, "get", "pods", "-o", "json").stdout)["items"]
