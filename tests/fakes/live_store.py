@@ -37,6 +37,7 @@ from .store import PATCHERS
 CONTENT_TYPES = {"merge": "application/merge-patch+json", "strategic": "application/strategic-merge-patch+json",
                  "json": "application/json-patch+json"}
 RETRIES = 10  # read-modify-write attempts on 409 Conflict
+REQUEST_TIMEOUT = (10, 60)  # seconds to connect, to read (a hung server must not stall the controllers for ever)
 MISS_TTL = 2.0  # seconds a kind found missing is not looked up again (each look-up re-reads discovery)
 
 
@@ -135,6 +136,7 @@ class LiveStore:
     # ------------------------------------------------------------ requests
 
     def _request(self, method, path, body=None, **params):
+        params.setdefault("_request_timeout", REQUEST_TIMEOUT)
         response = self.client.request(method, path, body=body, serialize=False, **params)
         data = response.data
         return json.loads(data) if data else {}
@@ -289,7 +291,8 @@ class LiveStore:
         path = rtype.path(name, self._namespace(rtype, namespace))
         result = self._request("delete", path, body={"apiVersion": "v1", "kind": "DeleteOptions",
                                                      "propagationPolicy": propagation_policy})
-        self.log("delete %s %s %s" % (api_version, kind, path.rsplit("/namespaces/", 1)[-1]))
+        ns = self._namespace(rtype, namespace)
+        self.log("delete %s %s %s" % (api_version, kind, "%s/%s" % (ns, name) if ns else name))
         return result
 
     def apply(self, obj, field_manager="test"):

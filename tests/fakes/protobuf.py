@@ -3,7 +3,7 @@
 helm writes its release Secrets as protobuf, and client-go sends DeleteOptions bodies as
 protobuf. The encoding is the 4-byte magic ``k8s\\x00`` followed by a ``runtime.Unknown``
 message {1: TypeMeta {1: apiVersion, 2: kind}, 2: raw}, where ``raw`` is the object's own
-message. Only the kinds in ``SCHEMAS`` (Secret, ConfigMap, DeleteOptions) are decoded, and
+message. Only the kinds in ``SCHEMAS`` (Secret, ConfigMap, Namespace, DeleteOptions) are decoded, and
 only the fields listed there; anything else raises ``ProtobufError``.
 """
 
@@ -99,6 +99,8 @@ SCHEMAS = {
                4: ("stringData", ("map", "str")), 5: ("immutable", "bool")},
     "ConfigMap": {1: ("metadata", OBJECT_META), 2: ("data", ("map", "str")),
                   3: ("binaryData", ("map", "bytes")), 4: ("immutable", "bool")},
+    # kubectl create namespace sends protobuf too (found by tests/cluster/test_fake_fidelity.py)
+    "Namespace": {1: ("metadata", OBJECT_META), 2: ("spec", {1: ("finalizers", ("list", "str"))})},
     "DeleteOptions": {1: ("gracePeriodSeconds", "int"), 3: ("orphanDependents", "bool"),
                       4: ("propagationPolicy", "str"), 5: ("dryRun", ("list", "str"))},
 }

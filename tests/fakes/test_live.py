@@ -1,0 +1,300 @@
+"""tests/fakes/live.py and its parts, against the fake API server standing in for a real one.
+
+The fake runs no controllers here (``controllers=[]``) unless a test says so: the test plays the real
+kube-controller-manager where one is needed (a DaemonSet's status), and ``LiveRunner`` reaches the fake only
+over HTTP through ``LiveStore``, as it reaches the local control plane. LiveStore's own tests and the gang
+placement's are in test_live_store.py.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .controllers import Controller, MigManager
+from .gpu_operator import OPERAND_NAMES, SimulatedDevicePlugin, gpu_node
+from .live import LiveRunner
+from .live_controllers import LiveGpuOperator, SimulatedDraDriver
+from .live_store import LiveStore
+from .live_volcano import LiveVolcanoJobs
+from .network_operator import SimulatedNetworkOperator
+from .test_live_store import _policy, _writes, fake, wait_until  # noqa: F401 - fake is a fixture
+
+ROOT = Path(__file__).resolve().parents[2]
+CONTAINERS = [{"name": "c", "image": "img:1"}]
+
+
+@pytest.fixture
+def live(fake):
+    """``start(controllers)`` -> a started LiveRunner over HTTP to ``fake``; stopped at teardown, and the test
+    fails if a controller raised."""
+    runners, lines = [], []
+
+    def start(controllers, **options):
+        store = LiveStore(fake.kubeconfig, log=lines.append)
+        runner = LiveRunner(store, controllers, log=lambda text, stream=None: lines.append(text), **options)
+        runners.append(runner.start())
+        wait_until(lambda: runner.synced, what="the initial lists")
+        return runner
+
+    start.lines = lines
+    yield start
+    for runner in runners:
+        runner.stop()
+    assert [e for r in runners for e in r.errors] == []
+
+
+# ---------------------------------------------------------------- the runner and its controllers
+
+
+def _operator(namespace="gpu-operator"):
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "gpu-operator", "namespace": namespace, "labels": {"app": "gpu-operator"}},
+            "spec": {"selector": {"matchLabels": {"app": "gpu-operator"}},
+                     "template": {"metadata": {"labels": {"app": "gpu-operator"}}, "spec": {"containers": CONTAINERS}}}}
+
+
+def _state(fake):
+    policy = fake.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
+    return ((policy or {}).get("status") or {}).get("state")
+
+
+def test_gpu_operator_state_follows_the_daemonsets_and_makes_no_pods(fake, live):
+    fake.store.create(gpu_node("gpu-node-1"))
+    fake.store.create(_operator())
+    live([LiveGpuOperator()])
+    fake.store.create(_policy(driver={"enabled": True, "version": "595.91.07"}, toolkit={"enabled": True},
+                              devicePlugin={"enabled": True}, dcgmExporter={"enabled": True}))
+    wait_until(lambda: _state(fake) == "notReady", what="state notReady")
+    daemonsets = wait_until(lambda: len(fake.store.list("apps/v1", "DaemonSet", "gpu-operator")) == 6
+                            and fake.store.list("apps/v1", "DaemonSet", "gpu-operator"), what="the operands")
+    assert {ds["metadata"]["name"] for ds in daemonsets} == OPERAND_NAMES
+    assert fake.store.list("v1", "Pod") == []  # the real DaemonSet controller makes them
+    for ds in daemonsets:  # play the DaemonSet controller: each operand ready on the one GPU node
+        assert _state(fake) == "notReady"
+        fake.store.patch_status("apps/v1", "DaemonSet", ds["metadata"]["name"],
+                                {"desiredNumberScheduled": 1, "numberReady": 1}, "gpu-operator")
+    wait_until(lambda: _state(fake) == "ready", what="state ready")
+    assert fake.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")["status"]["namespace"] == "gpu-operator"
+    fake.store.patch_status("apps/v1", "DaemonSet", "nvidia-driver-daemonset", {"numberReady": 0}, "gpu-operator")
+    wait_until(lambda: _state(fake) == "notReady", what="state notReady again")
+
+
+def test_network_operator_mig_manager_and_device_plugin(fake, live):
+    fake.store.create(gpu_node("gpu-node-1"))
+    fake.store.create(_policy(mig={"strategy": "single"}))
+    fake.store.create({"apiVersion": "apps/v1", "kind": "DaemonSet",
+                       "metadata": {"name": "nvidia-device-plugin-daemonset", "namespace": "default"},
+                       "spec": {"selector": {"matchLabels": {"app": "dp"}}, "template": {
+                           "metadata": {"labels": {"app": "dp"}}, "spec": {"containers": CONTAINERS}}}})
+    runner = live([SimulatedNetworkOperator(ready_after=0.3), MigManager(delay=0.2), SimulatedDevicePlugin()])
+    fake.store.create({"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
+                       "metadata": {"name": "nic-cluster-policy"},
+                       "spec": {"ofedDriver": {"image": "doca-driver"}, "rdmaSharedDevicePlugin": {"image": "p"}}})
+
+    def nic_state():
+        policy = fake.store.get("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy")
+        return (policy.get("status") or {}).get("state")
+    wait_until(lambda: nic_state() == "notReady", what="notReady first")
+    wait_until(lambda: nic_state() == "ready", what="ready after the delay")
+
+    fake.clear_log()
+    fake.store.set_labels("v1", "Node", "gpu-node-1", {"nvidia.com/mig.config": "all-1g.10gb"})
+
+    def node_state():
+        node = fake.store.get("v1", "Node", "gpu-node-1")
+        return node["metadata"]["labels"].get("nvidia.com/mig.config.state"), node["status"]["allocatable"]
+    wait_until(lambda: node_state()[0] == "pending", what="mig pending")
+    assert node_state()[1]["nvidia.com/gpu"] == "8"
+    wait_until(lambda: node_state() == ("success", {"nvidia.com/gpu": "56"}), what="the MIG instances advertised")
+    assert ("PUT", "/api/v1/nodes/gpu-node-1/status") in _writes(fake)
+    assert runner.settle()
+
+
+def _volcano_job(name, replicas, gpus, anti_affinity=False):
+    spec = {"restartPolicy": "Never", "containers": [{"name": "m", "image": "img:1", "resources": {
+        "limits": {"nvidia.com/gpu": str(gpus)}}}]}
+    if anti_affinity:
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"gang": name}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"schedulerName": "volcano", "minAvailable": replicas, "tasks": [{
+                "name": "member", "replicas": replicas,
+                "template": {"metadata": {"labels": {"gang": name}}, "spec": spec}}]}}
+
+
+def _nodes_of(fake, job):
+    pods = fake.store.list("v1", "Pod", "default", label_selector="volcano.sh/job-name=" + job)
+    return sorted((p["metadata"]["name"], p["spec"].get("nodeName")) for p in pods)
+
+
+def test_volcano_gangs_are_created_bound_or_not_at_all(fake, live):
+    for name in ("gpu-node-1", "gpu-node-2"):
+        fake.store.create(gpu_node(name))
+    fake.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "cordoned", "labels": {}},
+                       "spec": {"unschedulable": True}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}})
+    live([LiveVolcanoJobs(retry=60)])
+    fake.store.create(_volcano_job("gang", 2, 1))
+    assert wait_until(lambda: len(_nodes_of(fake, "gang")) == 2 and _nodes_of(fake, "gang")) == [
+        ("gang-member-0", "gpu-node-1"), ("gang-member-1", "gpu-node-2")]  # spread, cordoned node left out
+    pod = fake.store.get("v1", "Pod", "gang-member-0", "default")
+    assert pod["spec"]["schedulerName"] == "volcano" and pod["metadata"]["ownerReferences"][0]["kind"] == "Job"
+    fake.store.create(_volcano_job("too-big", 3, 8, anti_affinity=True))  # three nodes needed, two usable
+    assert wait_until(lambda: len(_nodes_of(fake, "too-big")) == 3 and _nodes_of(fake, "too-big")) == [
+        ("too-big-member-0", None), ("too-big-member-1", None), ("too-big-member-2", None)]
+    fake.store.create(_volcano_job("full", 2, 8))  # 7 GPUs left on each node: a gang of 2 x 8 does not fit
+    assert [node for pod, node in wait_until(lambda: _nodes_of(fake, "full"))] == [None, None]
+    live([LiveVolcanoJobs(retry=60)])  # a restart sees the Jobs again, and makes no second set of pods
+
+
+def test_dra_driver_publishes_device_classes_and_slices(fake, live):
+    node = gpu_node("gpu-node-4", product="NVIDIA-H100-80GB-HBM3")
+    node["metadata"]["labels"].update({"nvidia.com/dra-kubelet-plugin": "true", "nvidia.com/gpu.memory": "81920"})
+    fake.store.create(node)
+    fake.store.create(gpu_node("gpu-node-1"))
+    live([SimulatedDraDriver()])
+    assert fake.store.list("resource.k8s.io/v1", "DeviceClass") == []  # no driver installed yet
+    controller = _operator("nvidia-dra-driver-gpu")
+    controller["metadata"].update(name="nvidia-dra-driver-gpu-controller",
+                                  labels={"app": "nvidia-dra-driver-gpu-controller"})
+    fake.store.create(controller)
+    time.sleep(0.3)
+    assert fake.store.list("resource.k8s.io/v1", "DeviceClass") == []  # not available yet
+    fake.store.patch_status("apps/v1", "Deployment", "nvidia-dra-driver-gpu-controller", {"availableReplicas": 1},
+                            "nvidia-dra-driver-gpu")
+    slices = wait_until(lambda: fake.store.list("resource.k8s.io/v1", "ResourceSlice"), what="the slice")
+    assert [s["metadata"]["name"] for s in slices] == ["gpu-node-4-gpu.nvidia.com"]
+    spec = slices[0]["spec"]
+    assert (spec["driver"], spec["nodeName"], spec["pool"]["name"], len(spec["devices"])) == (
+        "gpu.nvidia.com", "gpu-node-4", "gpu-node-4", 8)
+    assert spec["devices"][0]["attributes"]["productName"] == {"string": "NVIDIA-H100-80GB-HBM3"}
+    assert spec["devices"][0]["capacity"] == {"memory": {"value": "80Gi"}}
+    classes = fake.store.list("resource.k8s.io/v1", "DeviceClass")
+    assert [c["metadata"]["name"] for c in classes] == ["gpu.nvidia.com", "mig.nvidia.com"]
+    assert "device.driver == 'gpu.nvidia.com'" in classes[0]["spec"]["selectors"][0]["cel"]["expression"]
+
+    fake.store.set_labels("v1", "Node", "gpu-node-4", {"nvidia.com/gpu.count": "4"})
+    wait_until(lambda: len(fake.store.list("resource.k8s.io/v1", "ResourceSlice")[0]["spec"]["devices"]) == 4)
+    assert fake.store.list("resource.k8s.io/v1", "ResourceSlice")[0]["spec"]["pool"]["generation"] == 2
+    fake.store.set_labels("v1", "Node", "gpu-node-4", {"nvidia.com/dra-kubelet-plugin": None})
+    wait_until(lambda: fake.store.list("resource.k8s.io/v1", "ResourceSlice") == [], what="the slice gone")
+    fake.store.delete("apps/v1", "Deployment", "nvidia-dra-driver-gpu-controller", "nvidia-dra-driver-gpu")
+    wait_until(lambda: fake.store.list("resource.k8s.io/v1", "DeviceClass") == [], what="the classes gone")
+
+
+class _Recorder(Controller):
+    """Records ConfigMap events; raises on the one named ``boom``."""
+
+    watches = frozenset({("", "ConfigMap")})
+
+    def __init__(self):
+        self.events = []
+
+    def handle(self, event):
+        self.events.append((event.type, event.name, event.old is not None, event.group, event.kind))
+        if event.name == "boom":
+            raise RuntimeError("boom")
+
+
+def test_events_are_shaped_as_the_fakes_and_errors_do_not_stop_the_loop(fake, live, capsys):
+    fake.store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "before"}})
+    recorder = _Recorder()
+    runner = live([recorder])
+    assert recorder.events == [("ADDED", "before", False, "", "ConfigMap")]
+    fake.store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "boom"}})
+    fake.store.patch("v1", "ConfigMap", "before", {"data": {"a": "b"}})
+    fake.store.delete("v1", "ConfigMap", "before")
+    wait_until(lambda: len(recorder.events) == 4)
+    assert recorder.events[1:] == [("ADDED", "boom", False, "", "ConfigMap"),
+                                   ("MODIFIED", "before", True, "", "ConfigMap"),
+                                   ("DELETED", "before", True, "", "ConfigMap")]
+    assert len(runner.errors) == 1 and "RuntimeError: boom" in runner.errors[0]
+    runner.errors.clear()
+
+    watcher = runner.watchers[0]  # what a relist after 410 Gone emits: the difference with what was seen
+    fake.store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fresh"}})
+    wait_until(lambda: len(recorder.events) == 5)
+    watcher.cache.pop(("default", "fresh"))
+    watcher.cache[("default", "boom")] = dict(watcher.cache[("default", "boom")], metadata=dict(
+        watcher.cache[("default", "boom")]["metadata"], resourceVersion="1"))
+    watcher.cache[("default", "phantom")] = {"apiVersion": "v1", "kind": "ConfigMap",
+                                             "metadata": {"name": "phantom", "namespace": "default"}}
+    recorder.events.clear()
+    watcher.relist()
+    wait_until(lambda: len(recorder.events) == 3)
+    assert sorted(e[:2] for e in recorder.events) == [("ADDED", "fresh"), ("DELETED", "phantom"),
+                                                      ("MODIFIED", "boom")]
+    runner.errors.clear()  # the MODIFIED boom raised again
+
+
+def test_a_kind_served_later_is_picked_up(fake, live):
+    recorder = _Recorder()
+    recorder.watches = frozenset({("example.com", "Widget")})
+    runner = live([recorder], poll=0.2)
+    assert runner.synced  # not served: listed as empty
+    fake.store.create({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                       "metadata": {"name": "widgets.example.com"},
+                       "spec": {"group": "example.com", "scope": "Namespaced",
+                                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                                "versions": [{"name": "v1", "served": True, "storage": True,
+                                              "schema": {"openAPIV3Schema": {"type": "object"}}}]}})
+    time.sleep(0.5)
+    fake.store.create({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}})
+    wait_until(lambda: ("ADDED", "w", False, "example.com", "Widget") in recorder.events, what="the widget")
+    fake.store.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com")
+    wait_until(lambda: ("DELETED", "w", True, "example.com", "Widget") in recorder.events, what="the widget gone")
+    watcher = runner.watchers[0]
+    watcher.cache[("default", "left")] = {"metadata": {"name": "left", "namespace": "default"}}
+    watcher._gone()  # what a kind that stops being served leaves behind is DELETED
+    wait_until(lambda: ("DELETED", "left", True, "example.com", "Widget") in recorder.events, what="left gone")
+    assert watcher.rtype is None and watcher.cache == {}
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _health(port):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port, timeout=2) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+    except OSError:
+        return None, ""
+
+
+def test_command_line_serves_healthz_and_stops_on_sigterm(fake, tmp_path):
+    port = _free_port()
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "nvidia-smi.log").write_text("table\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.live", "--kubeconfig", fake.kubeconfig,
+                             "--logs-dir", str(tmp_path / "logs"), "--health-port", str(port)],
+                            cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_until(lambda: _health(port)[0] == 200 and _health(port), timeout=30) == (200, "ok")
+        fake.store.create(gpu_node("gpu-node-1"))
+        fake.store.set_labels("v1", "Node", "gpu-node-1", {"nvidia.com/mig.config": "all-1g.10gb"})
+        wait_until(lambda: fake.store.get("v1", "Node", "gpu-node-1")["metadata"]["labels"].get(
+            "nvidia.com/mig.config.state") == "success", what="the MIG manager")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "pod logs (served by KWOK): %s: nvidia-smi.log" % (tmp_path / "logs") in out
+    assert "patch v1 Node gpu-node-1" in out and "watching core/Node" in out
+    assert "Traceback" not in err
