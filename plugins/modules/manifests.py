@@ -48,7 +48,7 @@ options:
       - What to do with an object whose kind the cluster does not serve (its operator or CRD is not installed).
         Every object's kind is checked before any write.
       - V(fail) stops before anything is applied, naming each kind the cluster lacks.
-      - V(skip) leaves those objects out and names them in RV(skipped), for optional kinds such as the Prometheus
+      - V(skip) leaves those objects out and names them in RV(left_out), for optional kinds such as the Prometheus
         Operator's.
       - Not used with O(render_to) (nothing asks a cluster there). With O(state=absent), an unserved kind has
         nothing left to delete and is passed over.
@@ -59,7 +59,7 @@ options:
     description:
       - What to do with an object that does not exist on the cluster yet.
       - V(create) applies it like any other.
-      - V(skip) leaves it out and names it in RV(skipped). This is for a partial object that patches someone else's
+      - V(skip) leaves it out and names it in RV(left_out). This is for a partial object that patches someone else's
         object, such as an annotation on an operator's DaemonSet, which must never be created from the partial.
       - Not used with O(render_to) or O(state=absent).
     type: str
@@ -106,7 +106,7 @@ changed_objects:
   returned: on the cluster, state present
   type: list
   elements: str
-skipped:
+left_out:
   description: >-
     The objects left out (C(Kind namespace/name)), with O(unserved=skip) because the cluster does not serve their kind,
     with O(missing=skip) because they do not exist yet.

@@ -18,7 +18,7 @@ description:
     node and why (the budget's refusal, or the finalizers that keep a terminating pod).
   - The pods are chosen by the rules C(kubectl drain) documents. DaemonSet pods, mirror pods of static pods
     (annotation C(kubernetes.io/config.mirror)) and pods that already finished (C(Succeeded), C(Failed)) are
-    skipped, with the reason in RV(skipped). Pods with C(emptyDir) volumes (their data would be lost) are refused
+    skipped, with the reason in RV(not_evicted). Pods with C(emptyDir) volumes (their data would be lost) are refused
     unless O(delete_emptydir_data=true). Pods that no controller manages (nothing would recreate them) are refused
     unless O(force=true). A refusal names the pods and the option, and it happens before anything is written, so
     the node stays schedulable.
@@ -127,7 +127,7 @@ evicted:
   type: list
   elements: str
   sample: [team-a/trainer-0]
-skipped:
+not_evicted:
   description: The pods left on the node, each with the reason (DaemonSet, mirror pod, finished, not matching
     O(pod_selector)).
   returned: always

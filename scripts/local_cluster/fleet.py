@@ -69,7 +69,18 @@ def fleet(count):
 def pod_logs():
     from tests.fakes.gpu_operator import NVIDIA_SMI
     from tests.fakes.nccl_logs import NCCL_IB_LOG
-    return {"nvidia-smi": NVIDIA_SMI, "mpirun": NCCL_IB_LOG}
+    # a gang member prints when it started (the smoke test checks every member started within its window)
+    gang = "gpu-platform-smoke started %sZ on its node\n" % LOG_TIME.split(".")[0]
+    return {"nvidia-smi": NVIDIA_SMI, "mpirun": NCCL_IB_LOG, "gang-member": gang}
+
+
+LOG_TIME = "2026-01-01T00:00:00.000000000Z"
+
+
+def cri_log(text):
+    """``text`` in the container runtime's log format, which KWOK's log server reads: one
+    ``<time> stdout F <line>`` record per line."""
+    return "".join("%s stdout F %s\n" % (LOG_TIME, line) for line in text.splitlines())
 
 
 # Our own stage (written here, in KWOK's Stage API): a bare pod that runs to completion (restartPolicy
@@ -111,7 +122,7 @@ def write_kwok_config(state_dir, upstream_stages):
     logs = []
     for container, text in sorted(pod_logs().items()):
         path = logs_dir / ("%s.log" % container)
-        path.write_text(text)
+        path.write_text(cri_log(text))
         logs.append({"containers": [container], "logsFile": str(path)})
     documents = [BARE_POD_COMPLETE,
                  {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",

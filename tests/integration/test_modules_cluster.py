@@ -514,7 +514,7 @@ def test_node_maintenance_refusal_check_mode_drain_noop_and_uncordon(cluster):
     params["force"] = True
     checked = ok(run(cluster, "node_maintenance", params, check_mode=True, diff=True))
     assert checked["changed"] is True and checked["evicted"] == ["%s/loner" % ns]
-    assert checked["skipped"] == [{"pod": "%s/keeper" % ns, "reason": "does not match pod_selector role=evict"}]
+    assert checked["not_evicted"] == [{"pod": "%s/keeper" % ns, "reason": "does not match pod_selector role=evict"}]
     assert checked["diff"][0]["after"] == {"unschedulable": True, "pods": ["%s/keeper" % ns]}
     assert not unschedulable(cluster, node)
     assert cluster.get("v1", "Pod", "loner", ns) is not None, "check mode evicted a pod"

@@ -97,11 +97,11 @@ def test_an_unserved_kind_fails_before_any_write_naming_it(api):
 def test_unserved_skip_applies_the_rest_and_names_what_it_left_out(api):
     failed, result = run(api, objects=OBJECTS + [WIDGET], unserved="skip")
     assert not failed, result.get("msg")
-    assert result["skipped"] == ["Widget team-a/w"]
+    assert result["left_out"] == ["Widget team-a/w"]
     assert result["changed_objects"] == ["Namespace team-a", "ConfigMap team-a/settings"]
     api.clear_log()
     failed, again = run(api, objects=OBJECTS + [WIDGET], unserved="skip")
-    assert not failed and again["changed"] is False and again["skipped"] == ["Widget team-a/w"]
+    assert not failed and again["changed"] is False and again["left_out"] == ["Widget team-a/w"]
     assert api.writes() == []
     failed, removed = run(api, objects=OBJECTS + [WIDGET], state="absent")
     assert not failed and removed["removed"] == ["configmap-team-a-settings.yaml", "namespace-team-a.yaml"]
@@ -127,7 +127,7 @@ def test_missing_skip_patches_only_objects_that_exist(api):
     api.clear_log()
     failed, result = run(api, objects=[patch, ghost], missing="skip")
     assert not failed, result.get("msg")
-    assert result["changed_objects"] == ["ConfigMap team-a/settings"] and result["skipped"] == ["ConfigMap team-a/ghost"]
+    assert result["changed_objects"] == ["ConfigMap team-a/settings"] and result["left_out"] == ["ConfigMap team-a/ghost"]
     assert api.store.get("v1", "ConfigMap", "ghost", "team-a") is None, "a partial object is never created"
     assert api.store.get("v1", "ConfigMap", "settings", "team-a")["data"] == {"gpus": "8", "extra": "1"}
     api.clear_log()

@@ -61,7 +61,7 @@ def test_drain_cordons_evicts_through_the_api_and_skips_with_reasons(world):
     assert result["changed"] and result["node"] == "gpu-1" and result["cordoned"] is True
     assert result["evicted"] == ["team-a/web-0", "team-a/web-1"]
     assert world.unschedulable() and world.on() == LEFT and world.on("gpu-2") == ["team-a/other"]
-    reasons = {s["pod"]: s["reason"] for s in result["skipped"]}
+    reasons = {s["pod"]: s["reason"] for s in result["not_evicted"]}
     assert reasons == {"gpu-operator/device-plugin": "DaemonSet-managed (DaemonSet device-plugin)",
                        "kube-system/kube-proxy-gpu-1": "mirror pod of a static pod (the kubelet owns it; the API "
                                                        "cannot evict it)",
@@ -146,7 +146,7 @@ def test_pod_selector_evicts_only_matching_pods(world):
                   owner=node_pods.controller(world.store, "StatefulSet", "trainer", "team-a"))
     failed, result = world.module(state="drained", pod_selector="gpu-platform.io/workload=training")
     assert not failed and result["evicted"] == ["team-a/trainer"]
-    skipped = {s["pod"]: s["reason"] for s in result["skipped"]}
+    skipped = {s["pod"]: s["reason"] for s in result["not_evicted"]}
     assert skipped["team-a/web-0"] == "does not match pod_selector gpu-platform.io/workload=training"
     assert "team-a/web-0" in world.on() and "team-a/trainer" not in world.on()
 

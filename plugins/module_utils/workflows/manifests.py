@@ -77,7 +77,7 @@ def apply(kube, objects, state="present", check_mode=False, unserved="fail", mis
     absent = [] if missing == "skip" else None
     changed, diffs = kube.apply_objects(objects, check_mode, missing=absent)
     skipped += absent or []
-    return {"changed": bool(changed), "changed_objects": changed, "skipped": skipped,
+    return {"changed": bool(changed), "changed_objects": changed, "left_out": skipped,
             "diff": [{"before_header": d["before_header"], "after_header": d["after_header"],
                       "before": render_adapter.to_yaml(d["before"]) if d["before"] else "",
                       "after": render_adapter.to_yaml(d["after"])} for d in diffs]}

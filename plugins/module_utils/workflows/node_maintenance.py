@@ -140,7 +140,7 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):
     cordoned = opts.state != "uncordoned"
     left = [p for p in the_plan.pods if p not in the_plan.evict and p not in the_plan.terminating]
     result = {"changed": the_plan.changes, "node": opts.name, "cordoned": cordoned, "evicted": evicted,
-              "skipped": [dict(s) for s in the_plan.skip], "plan": plan_out}
+              "not_evicted": [dict(s) for s in the_plan.skip], "plan": plan_out}
     if the_plan.changes:
         result["diff"] = _diff(the_plan, cordoned, left)
     return result
