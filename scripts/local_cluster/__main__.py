@@ -118,12 +118,13 @@ def _crd_path(relative):
 
 
 def _package_charts(target):
-    """Package each fixture chart at its pinned version with its upstream CRDs in crds/ (once)."""
+    """Package each fixture chart at its pinned version with its upstream CRDs in crds/, anew at every start
+    (a chart or CRD that changed since the last start is served as it is now)."""
     from tests.fakes.charts import FIXTURE_CHARTS_DIR, package_chart
-    target.mkdir(parents=True, exist_ok=True)
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
     for name, version in CHARTS:
-        if (target / ("%s-%s.tgz" % (name, version))).exists():
-            continue
         with tempfile.TemporaryDirectory(prefix="chart-") as scratch:
             source = Path(scratch) / name
             shutil.copytree(FIXTURE_CHARTS_DIR / name, source)

@@ -42,7 +42,7 @@ class State:
     def save(self, data):
         self.dir.mkdir(parents=True, exist_ok=True)
         tmp = self.file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        tmp.write_text(json.dumps(data, indent=1))  # insertion order = start order (stop reverses it)
         os.replace(tmp, self.file)
 
 

@@ -80,8 +80,9 @@ def crd_cluster(local_cluster, tmp_path_factory):
                    *["crd/" + name for name in added]) if added else None
     assert proc is None or proc.returncode == 0, proc.stderr
     yield local_cluster, home, served_kinds(files)
-    if added:
-        kubectl(local_cluster.kubeconfig, home, "delete", "crd", "--wait=false", *added)
+    if added:  # gone before the next test, whose charts install their own CRDs (helm skips CRDs that exist)
+        proc = kubectl(local_cluster.kubeconfig, home, "delete", "crd", "--wait=true", "--timeout=120s", *added)
+        assert proc.returncode == 0, proc.stderr
 
 
 def objects(folder):

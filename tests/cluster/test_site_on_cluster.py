@@ -44,7 +44,7 @@ class Site:
         try:
             return self.dyn.resources.get(api_version=api_version, kind=kind).get(namespace=namespace, **kw).to_dict()[
                 "items"]
-        except ResourceNotFoundError:
+        except (NotFoundError, ResourceNotFoundError):  # the kind is gone with its CRD
             return []
 
     def get(self, api_version, kind, name, namespace=None):
