@@ -12,13 +12,13 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from scripts.local_cluster.processes import alive
+from tests.fakes.helpers import wait_until
 from tests.local_cluster import ROOT, LocalCluster, cluster_command
 
 KUBECTL = ROOT / "tools" / "bin" / "kubectl"
@@ -33,15 +33,6 @@ def kubectl(cluster, *args, stdin=None, check=True):
         raise AssertionError("kubectl %s failed: %s" % (" ".join(args), proc.stderr))
     return proc
 
-
-def wait_for(predicate, timeout=60, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def test_readyz_lists_etcd_and_reports_the_pinned_version(local_cluster):
@@ -92,10 +83,10 @@ def test_real_controllers_and_kwok_run_a_deployment_and_complete_a_job(local_clu
         def read(kind, name):
             return json.loads(kubectl(local_cluster, "-n", ns, "get", kind, name, "-o", "json").stdout)
 
-        wait_for(lambda: read("deployment", "web")["status"].get("availableReplicas") == 2,
-                 what="the Deployment's 2 replicas")
-        job = wait_for(lambda: [c for c in read("job", "once")["status"].get("conditions") or []
-                                if c["type"] == "Complete" and c["status"] == "True"], what="the Job to complete")
+        wait_until(lambda: read("deployment", "web")["status"].get("availableReplicas") == 2,
+                 timeout=60, what="the Deployment's 2 replicas")
+        job = wait_until(lambda: [c for c in read("job", "once")["status"].get("conditions") or []
+                                if c["type"] == "Complete" and c["status"] == "True"], timeout=60, what="the Job to complete")
         assert job
         pods = json.loads(kubectl(local_cluster, "-n", ns, "get", "pods", "-o", "json").stdout)["items"]
         assert all(p["spec"].get("nodeName") for p in pods), "the real scheduler bound every pod"
@@ -135,7 +126,7 @@ def test_port_clash_killed_component_and_down_leave_clear_messages_and_nothing_r
         records = cluster.state["components"]
         ports = cluster.state["ports"]
         os.kill(records["kube-scheduler"]["pid"], signal.SIGKILL)
-        wait_for(lambda: not alive(records["kube-scheduler"]), what="the scheduler to die")
+        wait_until(lambda: not alive(records["kube-scheduler"]), timeout=60, what="the scheduler to die")
         for command in ("status", "up"):
             broken = cluster_command(command, env=env)
             assert broken.returncode == 1, broken.stdout

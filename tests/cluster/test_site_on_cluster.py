@@ -23,7 +23,10 @@ from tests.playbooks.conftest import PlayResult, site_env
 pytestmark = pytest.mark.slow
 INVENTORY = ROOT / "inventories" / "cluster"
 OUR_NAMESPACES = ("gpu-operator", "nvidia-network-operator", "volcano-system", "kueue-system", "nvidia-dra-driver-gpu")
-OUR_NODE_LABELS = ("nvidia.com/device-plugin.config", "nvidia.com/mig.config", "nvidia.com/dra-kubelet-plugin")
+# docs/uninstall.md: the MIG layout and its nvidia.com/mig.config label stay (the partitions persist on the GPUs),
+# and so do the teams' namespaces; every other label and object of ours goes.
+OUR_NODE_LABELS = ("nvidia.com/device-plugin.config", "nvidia.com/dra-kubelet-plugin",
+                   "nvidia.com/gpu.deploy.device-plugin")
 
 
 class Site:
@@ -106,6 +109,10 @@ def test_uninstall_leaves_no_object_of_ours(site):
     assert left == []
     assert site.list("nvidia.com/v1", "ClusterPolicy") == []
     assert site.list("mellanox.com/v1alpha1", "NicClusterPolicy") == []
+    assert site.list("apiextensions.k8s.io/v1", "CustomResourceDefinition", label_selector=None) and not [
+        crd["metadata"]["name"] for crd in site.list("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+        if crd["spec"]["group"] in ("nvidia.com", "mellanox.com", "nv-ipam.nvidia.com", "batch.volcano.sh",
+                                    "scheduling.volcano.sh", "kueue.x-k8s.io", "resource.nvidia.com")]
     labelled = {n["metadata"]["name"]: sorted(set(n["metadata"].get("labels") or {}) & set(OUR_NODE_LABELS))
                 for n in site.list("v1", "Node")}
     assert {name: labels for name, labels in labelled.items() if labels} == {}

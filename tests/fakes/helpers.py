@@ -3,6 +3,7 @@
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -33,3 +34,14 @@ def run(args, check=True, timeout=60):
 
 def run_json(args):
     return json.loads(run(args).stdout)
+
+
+def wait_until(predicate, timeout=10.0, what="the condition", interval=0.05):
+    """Poll ``predicate`` until it returns something true (returned), or fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("timed out waiting for %s" % what)

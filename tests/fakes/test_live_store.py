@@ -3,26 +3,17 @@
 The fake runs no controllers (``controllers=[]``): what LiveStore sends is what the fake logs.
 """
 
-import time
 
 import pytest
 
 from .controllers import set_status
+from .helpers import wait_until
 from .gpu_operator import gpu_node
 from .live_store import LiveStore, NotServed
 from .live_volcano import place_gang
 
 CONTAINERS = [{"name": "c", "image": "img:1"}]
 
-
-def wait_until(predicate, timeout=10.0, what="the condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for %s" % what)
 
 
 @pytest.fixture
