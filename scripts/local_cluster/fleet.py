@@ -70,7 +70,7 @@ def pod_logs():
     from tests.fakes.gpu_operator import NVIDIA_SMI
     from tests.fakes.nccl_logs import NCCL_IB_LOG
     # a gang member prints when it started (the smoke test checks every member started within its window)
-    gang = "gpu-platform-smoke started %sZ on its node\n" % LOG_TIME.split(".")[0]
+    gang = "gpu-platform-smoke started %sZ on its node\n" % LOG_TIME.split(".", maxsplit=1)[0]
     return {"nvidia-smi": NVIDIA_SMI, "mpirun": NCCL_IB_LOG, "gang-member": gang}
 
 

@@ -357,7 +357,7 @@ def _connect(kubeconfig, stop):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m tests.fakes.live", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.fakes.live", description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--kubeconfig", required=True, help="admin kubeconfig of the cluster")
     parser.add_argument("--logs-dir", help="where KWOK's pod log files are (checked and reported only)")
     parser.add_argument("--health-port", type=int, default=0, help="port of GET /healthz on 127.0.0.1")

@@ -25,9 +25,16 @@ from .live_controllers import LiveGpuOperator, SimulatedDraDriver
 from .live_store import LiveStore
 from .live_volcano import LiveVolcanoJobs
 from .network_operator import SimulatedNetworkOperator
-from .test_live_store import _policy, _writes, fake, wait_until  # noqa: F401 - fake is a fixture
+from .helpers import wait_until
+from .test_live_store import _policy, _writes
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def fake(fake_api_factory):
+    """The fake API server with no simulated controller of its own (the live ones play them)."""
+    return fake_api_factory(controllers=[])
 CONTAINERS = [{"name": "c", "image": "img:1"}]
 
 

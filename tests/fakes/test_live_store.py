@@ -7,13 +7,11 @@ The fake runs no controllers (``controllers=[]``): what LiveStore sends is what 
 import pytest
 
 from .controllers import set_status
-from .helpers import wait_until
 from .gpu_operator import gpu_node
 from .live_store import LiveStore, NotServed
 from .live_volcano import place_gang
 
 CONTAINERS = [{"name": "c", "image": "img:1"}]
-
 
 
 @pytest.fixture
