@@ -35,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def fake(fake_api_factory):
     """The fake API server with no simulated controller of its own (the live ones play them)."""
     return fake_api_factory(controllers=[])
+
+
 CONTAINERS = [{"name": "c", "image": "img:1"}]
 
 
