@@ -68,7 +68,7 @@ class SimulatedDraDriver(Controller):
             return
         try:
             self.store.resource(RESOURCE_API, "ResourceSlice")
-        except Exception:  # noqa: BLE001 - LiveStore's NotServed, the fake store's 404 ApiError
+        except Exception:  # LiveStore raises NotServed, the fake store its not-found error: either means absent
             return
         installed = any((d.get("status") or {}).get("availableReplicas", 0) >= 1
                         for d in self.store.list("apps/v1", "Deployment", label_selector=self.CONTROLLER_SELECTOR))
