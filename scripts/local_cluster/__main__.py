@@ -28,8 +28,10 @@ PORT_NAMES = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", 
               "chart-repo", "operators")
 # The charts the platform installs, served by the loopback repository: fixture charts with the real
 # names, CRDs and workload names (tests/fixtures/charts), at the versions the collection pins.
-CHARTS = (("gpu-operator", "v26.7.0"), ("network-operator", "26.4.1"), ("volcano", "1.15.1"), ("kueue", "0.19.2"),
-          ("kai-scheduler", "v0.13.0"), ("nvidia-dra-driver-gpu", "25.12.0"))
+# The Network Operator's previous pinned release is served too, so that playbooks/upgrade.yml can be tried
+# (and is tested) from it to the current pin, as docs/upgrade.md describes.
+CHARTS = (("gpu-operator", "v26.7.0"), ("network-operator", "26.4.1"), ("network-operator", "26.4.0"),
+          ("volcano", "1.15.1"), ("kueue", "0.19.2"), ("kai-scheduler", "v0.13.0"), ("nvidia-dra-driver-gpu", "25.12.0"))
 # Each chart's crds/ folder, as the real chart carries them: the upstream CRD files (../shared/upstream, and
 # tests/fixtures/crds for KAI's PodGroup), so helm installs the real schemas and the API server judges them.
 UPSTREAM = ROOT.parent / "shared" / "upstream"
@@ -132,7 +134,7 @@ def _package_charts(target):
             for relative in CHART_CRDS.get(name, ()):
                 shutil.copyfile(_crd_path(relative), source / "crds" / Path(relative).name)
             try:
-                package_chart(source, target, version=version)
+                package_chart(source, target, version=version, app_version=version)
             except RuntimeError as exc:
                 raise ClusterError("packaging the test chart %s failed: %s" % (name, exc)) from None
 

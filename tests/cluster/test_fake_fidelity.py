@@ -83,8 +83,6 @@ KNOWN = {
     "server dry-run changes nothing": "the fake's server-side apply does not move field ownership from "
                                       "kubectl's client-side apply to the new manager, so it keeps the "
                                       "last-applied annotation the real server drops (and kubectl warns about)",
-    "deployment defaults": "the fake defaults only what clients dereference (tests/fakes/semantics.py), not the pod "
-                           "template's restartPolicy, dnsPolicy and schedulerName",
 }
 
 

@@ -3,8 +3,10 @@
 Real helm installs the test charts (their CRDs are the upstream ones) from the loopback repository; the real
 API server validates every object and admits every pod under its namespace's PodSecurity level; the real
 controller-manager makes the ReplicaSets, DaemonSet pods and Job pods, the real scheduler binds them, KWOK
-runs them; tests/fakes/live.py plays the operators' own controllers. The first run converges, the second
-changes nothing, ``--check`` changes nothing, and uninstall.yml leaves no object of ours.
+runs them; tests/fakes/live.py plays the operators' own controllers. The first run converges (from the Network
+Operator's previous pinned release), the second changes nothing, ``--check`` changes nothing; upgrade.yml takes the
+platform to the current pins and a new driver in the documented order (docs/upgrade.md), the real DaemonSet
+controller making each node's new driver pod; uninstall.yml leaves no object of ours.
 """
 from __future__ import annotations
 
@@ -25,6 +27,15 @@ INVENTORY = ROOT / "inventories" / "cluster"
 OUR_NAMESPACES = ("gpu-operator", "nvidia-network-operator", "volcano-system", "kueue-system", "nvidia-dra-driver-gpu")
 # docs/uninstall.md: the MIG layout and its nvidia.com/mig.config label stay (the partitions persist on the GPUs),
 # and so do the teams' namespaces; every other label and object of ours goes.
+# The upgrade starts from the Network Operator's previous pinned release (served by the local chart repository)
+# and goes to the current pins with a new driver for the GPU Operator.
+PREVIOUS_NETWORK_OPERATOR = "26.4.0"
+CURRENT_NETWORK_OPERATOR = "26.4.1"
+NEW_DRIVER = "595.100.05"
+UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
+FOLLOW = "Until every GPU node is upgrade-done (stops naming a failed or stuck node)"
+NETWORK_RELEASE = "Release the Network Operator, pinned (its NFD off while the GPU Operator runs one)"
+GPU_RELEASE = "Release the GPU Operator, pinned"
 OUR_NODE_LABELS = ("nvidia.com/device-plugin.config", "nvidia.com/dra-kubelet-plugin",
                    "nvidia.com/gpu.deploy.device-plugin")
 
@@ -62,8 +73,15 @@ def site(local_cluster, tmp_path_factory):
     return Site(local_cluster, tmp_path_factory.mktemp("site-on-cluster"))
 
 
+def releases(site, name, namespace):
+    """(revision, status) of each record helm keeps for the release, oldest first."""
+    secrets = site.list("v1", "Secret", namespace, label_selector="owner=helm,name=" + name)
+    return sorted((int(s["metadata"]["labels"]["version"]), s["metadata"]["labels"]["status"]) for s in secrets)
+
+
 def test_site_converges_on_the_real_api_server_then_changes_nothing(site):
-    first = site.run()
+    previous = ("-e", "network_operator_chart_version=" + PREVIOUS_NETWORK_OPERATOR)
+    first = site.run("site.yml", *previous)
     assert first.failed == 0, first.failure_messages() or first.debug_text()
     assert first.changed > 0
     policy = site.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
@@ -89,13 +107,65 @@ def test_site_converges_on_the_real_api_server_then_changes_nothing(site):
     assert summary[0] == "Delivery: direct install on the cluster"
     assert "FAIL" not in summary[-1] and "PASS" in summary[-1], summary[-1]
 
-    second = site.run()
+    # The operator's upgrade controller labels the nodes whose driver pod is current, as it does after an install.
+    assert {n["metadata"]["labels"].get(UPGRADE_STATE) for n in nodes.values()
+            if n["metadata"]["labels"].get("nvidia.com/gpu.present") == "true"} == {"upgrade-done"}
+
+    second = site.run("site.yml", *previous)
     assert second.failed == 0, second.failure_messages()
     assert second.changed == 0, second.changed_tasks()
 
-    check = site.run("site.yml", "--check")
+    check = site.run("site.yml", "--check", *previous)
     assert check.failed == 0, check.failure_messages()
     assert check.changed == 0, check.changed_tasks()
+
+
+def test_upgrade_to_the_current_pins_goes_in_the_documented_order(site):
+    assert releases(site, "network-operator", "nvidia-network-operator") == [(1, "deployed")]
+    driver = site.list("apps/v1", "DaemonSet", "gpu-operator", label_selector="app=nvidia-driver-daemonset")[0]
+    old_pods = {p["metadata"]["uid"] for p in site.list("v1", "Pod", "gpu-operator",
+                                                        label_selector="app=nvidia-driver-daemonset")}
+    upgraded = site.run("playbooks/upgrade.yml", "-e", "gpu_operator_driver_version=" + NEW_DRIVER,
+                        "-e", "gpu_platform_upgrade_stuck_timeout=120s")
+    assert upgraded.failed == 0, upgraded.failure_messages() or upgraded.debug_text()
+
+    # docs/upgrade.md: the Network Operator's release, then the GPU Operator's, then the driver followed node by
+    # node, then the upper layers (GPU sharing proves itself on the new driver).
+    names = [name for name, result in upgraded.tasks()]
+    changed = [name.split(" : ")[-1] for name in upgraded.changed_tasks()]
+    assert NETWORK_RELEASE in changed and GPU_RELEASE in changed, changed
+    assert changed.index(NETWORK_RELEASE) < changed.index(GPU_RELEASE)
+    assert names.index(FOLLOW) > max(i for i, n in enumerate(names) if n.endswith(GPU_RELEASE))
+    assert names.index(FOLLOW) < next(i for i, n in enumerate(names) if "Prove the layer (allocatable per pool" in n)
+    assert releases(site, "network-operator", "nvidia-network-operator") == [(1, "superseded"), (2, "deployed")]
+    assert releases(site, "gpu-operator", "gpu-operator")[-1][1] == "deployed"
+    network = site.list("apps/v1", "Deployment", "nvidia-network-operator")
+    assert network and all(d["status"].get("availableReplicas") == d["spec"]["replicas"] for d in network)
+    images = [c["image"] for d in network for c in d["spec"]["template"]["spec"]["containers"]]
+    assert images and all(i.endswith(":" + CURRENT_NETWORK_OPERATOR) for i in images), images
+
+    # The driver: a new DaemonSet template, every GPU node's pod replaced by the real DaemonSet controller with one
+    # of that template on the new version, every node upgrade-done and uncordoned.
+    follow = upgraded.result(FOLLOW)
+    assert follow["done"] is True, follow
+    assert {n["state"] for n in follow["nodes"]} == {"upgrade-done"}
+    assert {n["driver_version"] for n in follow["nodes"]} == {NEW_DRIVER}
+    assert all(n["pod_current"] for n in follow["nodes"]), follow["nodes"]
+    assert any(t["to"] == "pod-restart-required" for t in follow["transitions"]), follow["transitions"]
+    now = site.get("apps/v1", "DaemonSet", driver["metadata"]["name"], "gpu-operator")
+    assert now["metadata"]["generation"] > driver["metadata"]["generation"]
+    pods = site.list("v1", "Pod", "gpu-operator", label_selector="app=nvidia-driver-daemonset")
+    assert pods and not {p["metadata"]["uid"] for p in pods} & old_pods, "every driver pod was replaced"
+    assert all(p["spec"]["containers"][0]["image"].split(":")[-1].startswith(NEW_DRIVER) for p in pods)
+    assert not [n["metadata"]["name"] for n in site.list("v1", "Node") if n["spec"].get("unschedulable")]
+
+    again = site.run("playbooks/upgrade.yml", "-e", "gpu_operator_driver_version=" + NEW_DRIVER)
+    assert again.failed == 0, again.failure_messages()
+    assert again.changed == 0, again.changed_tasks()
+    assert again.result(FOLLOW)["done"] is True and again.result(FOLLOW)["transitions"] == []
+    # site.yml with the same pins agrees: the upgraded platform is the one site.yml converges to.
+    same = site.run("site.yml", "-e", "gpu_operator_driver_version=" + NEW_DRIVER)
+    assert same.failed == 0 and same.changed == 0, same.changed_tasks() or same.failure_messages()
 
 
 def test_uninstall_leaves_no_object_of_ours(site):

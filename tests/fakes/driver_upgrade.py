@@ -90,6 +90,16 @@ class SimulatedDriverUpgrade(Controller):
         states = [self._state(n) for n in self._nodes()]
         self.max_in_progress = max(self.max_in_progress, sum(1 for s in states if s in ACTIVE))
 
+    def _restart(self, daemonset, name):
+        """Replace the node's driver pod by one of the current template; True when the node may move on."""
+        old = self._pod(daemonset, name)
+        if old is not None:
+            self.store.delete("v1", "Pod", old["metadata"]["name"], old["metadata"]["namespace"])
+        self.store.create(driver_pod(self.store.get("apps/v1", "DaemonSet", daemonset["metadata"]["name"],
+                                                    daemonset["metadata"]["namespace"]), name))
+        self.restarted.append(name)
+        return True
+
     # -- the controller ----------------------------------------------------------------------------------------
     def handle(self, event):
         if event.kind == "Pod" and (event.obj["metadata"].get("labels") or {}).get("app") != "nvidia-driver-daemonset":
@@ -152,13 +162,8 @@ class SimulatedDriverUpgrade(Controller):
             return FAILED
         if state == "cordon-required":
             self._cordon(name, True)
-        elif state == "pod-restart-required":
-            old = self._pod(daemonset, name)
-            if old is not None:
-                self.store.delete("v1", "Pod", old["metadata"]["name"], old["metadata"]["namespace"])
-            self.store.create(driver_pod(self.store.get("apps/v1", "DaemonSet", daemonset["metadata"]["name"],
-                                                        daemonset["metadata"]["namespace"]), name))
-            self.restarted.append(name)
+        elif state == "pod-restart-required" and not self._restart(daemonset, name):
+            return state
         elif state == "uncordon-required":
             self._cordon(name, None)
         following = STEPS[STEPS.index(state) + 1]

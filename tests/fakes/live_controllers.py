@@ -18,15 +18,18 @@ operators' own controllers would do:
 * ``SimulatedDraDriver`` (new; the fake has no scheduler, so it never needed one): the DRA driver's
   DeviceClasses and one ResourceSlice per node its kubelet plugin would run on, so that the real scheduler
   allocates the DRA smoke test's ResourceClaim. It works on the fake too.
+* ``LiveDriverUpgrade``: ``SimulatedDriverUpgrade`` (the operator's driver upgrade state machine) on real
+  DaemonSet pods: a node's driver pod is found by its ``nodeName``, and at ``pod-restart-required`` the old pod
+  is deleted and the node stays there until the real DaemonSet controller has made the new template's pod and
+  KWOK has made it Ready, as the operator waits for its driver pod.
 
-Not run here: ``SmokePods`` (phases and logs are KWOK's), the fake's workload controllers (the real ones run),
-``SimulatedDriverUpgrade`` (it replaces driver pods it names ``<daemonset>-<node>``, which real DaemonSet pods
-are not; site.yml does not upgrade drivers).
+Not run here: ``SmokePods`` (phases and logs are KWOK's), the fake's workload controllers (the real ones run).
 """
 
 import hashlib
 
 from .controllers import Controller, MigManager
+from .driver_upgrade import DRIVER_SELECTOR, SimulatedDriverUpgrade
 from .gpu_operator import SimulatedDevicePlugin, SimulatedGpuOperator
 from .live_volcano import LiveVolcanoJobs
 from .network_operator import SimulatedNetworkOperator
@@ -146,7 +149,34 @@ class SimulatedDraDriver(Controller):
         self.store.modify(RESOURCE_API, "ResourceSlice", found["metadata"]["name"], change)
 
 
-def live_controllers(network_ready_after=2.0, mig_delay=1.0, volcano_retry=5.0):
+def _ready(pod):
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+class LiveDriverUpgrade(SimulatedDriverUpgrade):
+    """The operator's driver upgrade on a real cluster: the DaemonSet controller makes the driver pods."""
+
+    def _pod(self, daemonset, name):
+        meta = daemonset["metadata"]
+        pods = self.store.list("v1", "Pod", meta["namespace"], label_selector=DRIVER_SELECTOR,
+                               field_selector="spec.nodeName=" + name)
+        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+        return live[0] if live else None
+
+    def _restart(self, daemonset, name):
+        """Delete the node's outdated driver pod; True once the pod of the current template is Ready."""
+        pod = self._pod(daemonset, name)
+        if pod is not None and self._current(daemonset, pod):
+            return _ready(pod)
+        if pod is not None:
+            self.store.delete("v1", "Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
+            self.restarted.append(name)
+        return False
+
+
+def live_controllers(network_ready_after=2.0, mig_delay=1.0, volcano_retry=5.0, upgrade_step=1.0):
     """Fresh instances of the controllers ``live.py`` runs against the local control plane."""
     return [LiveGpuOperator(), SimulatedNetworkOperator(ready_after=network_ready_after), SimulatedDevicePlugin(),
-            MigManager(delay=mig_delay), LiveVolcanoJobs(retry=volcano_retry), SimulatedDraDriver()]
+            MigManager(delay=mig_delay), LiveVolcanoJobs(retry=volcano_retry), SimulatedDraDriver(),
+            LiveDriverUpgrade(step=upgrade_step)]

@@ -1,9 +1,11 @@
 """Per-kind defaulting and validation done by the fake API server on every write.
 
-Defaulting is minimal: only what clients dereference (Deployment ``replicas`` and
+Defaulting is minimal: what clients dereference (Deployment ``replicas`` and
 ``strategy``, DaemonSet/StatefulSet ``updateStrategy``, Job ``completions``/``parallelism``
 /``backoffLimit`` and generated selector, Service ``type``/``clusterIP``, Secret
-``type``/``stringData``, Namespace and Pod status on create). Validation covers names,
+``type``/``stringData``, Namespace and Pod status on create) and the pod spec fields every pod
+and workload's pod template (not a Job's) gets (``restartPolicy``, ``dnsPolicy``, ``schedulerName``,
+``terminationGracePeriodSeconds``, ``securityContext``), as the real server sets them. Validation covers names,
 label syntax, workload selectors (required, matching the template, immutable), containers
 with name and image, Job ``restartPolicy``, and the names of CRDs. Everything else is
 stored as sent.
@@ -30,8 +32,17 @@ def _pod_template_spec(obj):
     return obj.setdefault("spec", {}).setdefault("template", {}).setdefault("spec", {})
 
 
+def _default_pod_spec(spec):
+    """What the real server fills in every pod spec (pods and workloads' templates), as kubectl shows it."""
+    for key, value in (("restartPolicy", "Always"), ("dnsPolicy", "ClusterFirst"),
+                       ("schedulerName", "default-scheduler"), ("terminationGracePeriodSeconds", 30)):
+        spec.setdefault(key, value)
+    spec.setdefault("securityContext", {})
+
+
 def _default_deployment(obj):
     spec = obj.setdefault("spec", {})
+    _default_pod_spec(_pod_template_spec(obj))
     spec.setdefault("replicas", 1)
     spec.setdefault("revisionHistoryLimit", 10)
     spec.setdefault("progressDeadlineSeconds", 600)
@@ -43,10 +54,12 @@ def _default_deployment(obj):
 
 def _default_replicaset(obj):
     obj.setdefault("spec", {}).setdefault("replicas", 1)
+    _default_pod_spec(_pod_template_spec(obj))
 
 
 def _default_daemonset(obj):
     spec = obj.setdefault("spec", {})
+    _default_pod_spec(_pod_template_spec(obj))
     spec.setdefault("revisionHistoryLimit", 10)
     strategy = spec.setdefault("updateStrategy", {})
     strategy.setdefault("type", "RollingUpdate")
@@ -56,6 +69,7 @@ def _default_daemonset(obj):
 
 def _default_statefulset(obj):
     spec = obj.setdefault("spec", {})
+    _default_pod_spec(_pod_template_spec(obj))
     spec.setdefault("replicas", 1)
     spec.setdefault("revisionHistoryLimit", 10)
     spec.setdefault("podManagementPolicy", "OrderedReady")
@@ -111,8 +125,7 @@ def _default_namespace(obj):
 
 
 def _default_pod(obj):
-    spec = obj.setdefault("spec", {})
-    spec.setdefault("restartPolicy", "Always")
+    _default_pod_spec(obj.setdefault("spec", {}))
     obj.setdefault("status", {}).setdefault("phase", "Pending")
 
 
