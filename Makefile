@@ -111,16 +111,24 @@ molecule-kind: setup
 	@kind version >/dev/null 2>&1 || { echo "molecule-kind needs kind v0.31.0 or newer on the PATH: https://kind.sigs.k8s.io/docs/user/quick-start/#installation"; exit 2; }
 	cd $(ROOT) && molecule test -s kind
 
-test: setup lint sanity cluster-build pytest molecule-hosts molecule-cluster demo package ee-introspect
+test: setup lint sanity cluster-build flux-build pytest molecule-hosts molecule-cluster demo package ee-introspect
 
 # The local control plane (docs/testing.md): etcd, kube-apiserver, kube-controller-manager, kube-scheduler
 # and KWOK built from the Go modules pinned in tools/cluster and tools/kwok, cached under
 # $${XDG_CACHE_HOME:-~/.cache}/gpu-platform keyed by the pins; fake GPU nodes; the test charts on a loopback
 # Helm repository; the operators' part played by tests/fakes/live.py. build/cluster/kubeconfig reaches it.
 LOCAL_CLUSTER := $(VENV)/bin/python -m scripts.local_cluster
-.PHONY: cluster-build cluster-up cluster-down cluster-status molecule-cluster
+.PHONY: cluster-build cluster-up cluster-down cluster-status molecule-cluster flux-build cluster-up-gitops
 cluster-build: venv
 	cd $(ROOT) && $(LOCAL_CLUSTER) build
+
+# The Flux controllers (source-, kustomize- and helm-controller, pinned in tools/flux) in a cache entry of their
+# own, keyed by their go.mod/go.sum only: `up --gitops` (and tests/cluster/test_flux.py) run them.
+flux-build: venv
+	cd $(ROOT) && $(LOCAL_CLUSTER) build --gitops
+
+cluster-up-gitops: setup cluster-build flux-build
+	cd $(ROOT) && $(LOCAL_CLUSTER) up --gitops
 
 cluster-up: setup cluster-build
 	cd $(ROOT) && $(LOCAL_CLUSTER) up

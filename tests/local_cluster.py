@@ -1,9 +1,12 @@
-"""pytest plugin: ``local_cluster``, the real control plane of ``scripts/local_cluster`` for the test session.
+"""pytest plugin: ``local_cluster``, the real control plane of ``scripts/local_cluster`` for the test session,
+and ``local_cluster_gitops``, another one with the Flux controllers and the git server (``up --gitops``).
 
-Started once per session in its own directory (``build/test-cluster``, or ``GPU_PLATFORM_TEST_CLUSTER_DIR``),
-so a cluster a developer runs in ``build/cluster`` is never touched, and stopped at the end of the session
-(``GPU_PLATFORM_TEST_CLUSTER_KEEP=1`` leaves it running to look at). A cluster that cannot be built or started
-fails the tests that need it, with the command's own message: a proof that could not run is not a pass.
+Each is started once per session in its own directory (``build/test-cluster``, or
+``GPU_PLATFORM_TEST_CLUSTER_DIR``; ``build/test-cluster-gitops``, or ``GPU_PLATFORM_TEST_GITOPS_CLUSTER_DIR``),
+so a cluster a developer runs in ``build/cluster`` is never touched and neither disturbs the other, and stopped
+at the end of the session (``GPU_PLATFORM_TEST_CLUSTER_KEEP=1`` leaves them running to look at). A cluster that
+cannot be built or started fails the tests that need it, with the command's own message: a proof that could not
+run is not a pass.
 """
 from __future__ import annotations
 
@@ -16,8 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from scripts.local_cluster.git_server import init_repo
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DIR = ROOT / "build" / "test-cluster"
+GITOPS_DIR = ROOT / "build" / "test-cluster-gitops"
 
 
 @dataclass
@@ -36,6 +42,16 @@ class LocalCluster:
     def chart_repo_url(self) -> str:
         return "http://127.0.0.1:%d" % self.state["ports"]["chart-repo"]
 
+    @property
+    def logs(self) -> Path:
+        return self.dir / "logs"
+
+    def git_repo(self, name) -> str:
+        """A new, empty bare repository on the cluster's git server (``up --gitops``) that takes pushes; its URL."""
+        gitops = self.state["gitops"]
+        init_repo(gitops["repos"], name)
+        return "%s/%s.git" % (gitops["git_url"], name)
+
     def env(self, base=None) -> dict:
         """The environment for a command that manages this cluster (CLUSTER_DIR set)."""
         env = dict(os.environ if base is None else base)
@@ -49,16 +65,27 @@ def cluster_command(*args, env=None, timeout=1800):
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
-@pytest.fixture(scope="session")
-def local_cluster():
-    """The session's local control plane (started here, stopped at the end)."""
-    cluster = LocalCluster(Path(os.environ.get("GPU_PLATFORM_TEST_CLUSTER_DIR") or DEFAULT_DIR))
+def _session_cluster(directory, *up_args):
+    """Start a cluster in ``directory`` (clean), yield it, stop it at the end unless asked to keep it."""
+    cluster = LocalCluster(Path(directory))
     env = cluster.env()
     cluster_command("down", env=env)  # a cluster left by a session that was killed: start clean
-    proc = cluster_command("up", env=env)
+    proc = cluster_command("up", *up_args, env=env)
     if proc.returncode != 0:
-        pytest.fail("the local control plane did not start (python -m scripts.local_cluster up):\n%s%s"
-                    % (proc.stdout[-3000:], proc.stderr[-3000:]), pytrace=False)
+        pytest.fail("the local control plane did not start (python -m scripts.local_cluster up %s):\n%s%s"
+                    % (" ".join(up_args), proc.stdout[-3000:], proc.stderr[-3000:]), pytrace=False)
     yield cluster
     if os.environ.get("GPU_PLATFORM_TEST_CLUSTER_KEEP") != "1":
         cluster_command("down", env=env)
+
+
+@pytest.fixture(scope="session")
+def local_cluster():
+    """The session's local control plane (started here, stopped at the end)."""
+    yield from _session_cluster(os.environ.get("GPU_PLATFORM_TEST_CLUSTER_DIR") or DEFAULT_DIR)
+
+
+@pytest.fixture(scope="session")
+def local_cluster_gitops():
+    """The session's local control plane with the Flux controllers and the git server (``up --gitops``)."""
+    yield from _session_cluster(os.environ.get("GPU_PLATFORM_TEST_GITOPS_CLUSTER_DIR") or GITOPS_DIR, "--gitops")

@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_platform.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Platform-wide filters; the logic is in module_utils/domain/versions.py."""
+"""Platform-wide filters; the logic is in module_utils/domain (versions.py, bundle.py)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import versions
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import bundle, versions
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError
 
 
@@ -25,8 +25,25 @@ def version_matrix_check(combo, fields=None):
         raise AnsibleFilterError(exc.msg)
 
 
+def bundle_unit(root, unit):
+    """The folder of a unit of the GitOps bundle ('' when nothing is rendered)."""
+    try:
+        return bundle.unit_dir(root, unit)
+    except ParamError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+def gitops_layout(unit_files, fmt="flux", path="./platform", source=None, interval="10m"):
+    """{relative path: object} for the bundle's kustomizations (and Flux Kustomizations) over its units."""
+    try:
+        return bundle.layout(unit_files, fmt, path, source or None, interval)
+    except ParamError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
 class FilterModule:
     """Platform filters."""
 
     def filters(self):
-        return {"version_matrix_check": version_matrix_check}
+        return {"version_matrix_check": version_matrix_check, "bundle_unit": bundle_unit,
+                "gitops_layout": gitops_layout}

@@ -1,7 +1,8 @@
 """``python -m scripts.local_cluster build|up|down|status``: see ``docs/testing.md``.
 
 Settings (environment): ``CLUSTER_DIR`` (state, default ``build/cluster``), ``CLUSTER_GPU_NODES``
-(default 4), ``CLUSTER_BARE=1`` (``up --bare``), ``CLUSTER_PORT_<COMPONENT>`` (a fixed port instead of a free one),
+(default 4), ``CLUSTER_BARE=1`` (``up --bare``), ``CLUSTER_GITOPS=1`` (``build --gitops``, ``up --gitops``: the
+Flux controllers and a git server too), ``CLUSTER_PORT_<COMPONENT>`` (a fixed port instead of a free one),
 ``CLUSTER_START_TIMEOUT`` (seconds per component, default 120), ``GPU_PLATFORM_CACHE``.
 """
 
@@ -18,9 +19,10 @@ import urllib.request
 from pathlib import Path
 
 from . import ClusterError
-from .build import ROOT, ensure_built, pins
+from .build import FLUX, ROOT, ensure_built, pins
 from .components import control_plane, platform_services
 from .fleet import fleet, write_kwok_config
+from .gitops import PORT_NAMES as GITOPS_PORT_NAMES, start_gitops
 from .pki import Pki
 from .processes import State, alive, dead, env_name, pick_ports, start, stop, tail, tls_context
 
@@ -77,10 +79,10 @@ class Api:
         self.server = server
         self.context = tls_context(pki, client_cert=True)
 
-    def request(self, method, path, body=None):
+    def request(self, method, path, body=None, content_type="application/json"):
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.server + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": content_type})
         try:
             with urllib.request.urlopen(req, timeout=10, context=self.context) as response:
                 return response.status, json.loads(response.read() or b"{}")
@@ -168,13 +170,18 @@ def up(args):
     state = state_dir()
     data = state.load()
     if _running(state, data):
+        if args.gitops and not data.get("gitops"):
+            raise ClusterError("the local cluster in %s runs without the Flux controllers: run `make cluster-down`, "
+                               "then start it with --gitops (CLUSTER_GITOPS=1)" % state.dir)
         print("the local cluster is already running (KUBECONFIG=%s); nothing to do" % state.kubeconfig)
         return 0
     binaries = ensure_built()
+    flux = ensure_built(entry=FLUX) if args.gitops else None
     count = _int_env("CLUSTER_GPU_NODES", 4)
     timeout = _int_env("CLUSTER_START_TIMEOUT", 120)
-    fixed = {name: _int_env(env_name(name), 0) for name in PORT_NAMES if os.environ.get(env_name(name))}
-    ports = pick_ports(PORT_NAMES, fixed)
+    names = PORT_NAMES + (GITOPS_PORT_NAMES if args.gitops else ())
+    fixed = {name: _int_env(env_name(name), 0) for name in names if os.environ.get(env_name(name))}
+    ports = pick_ports(names, fixed)
     state.dir.mkdir(parents=True, exist_ok=True)
     pki = Pki(state.dir / "pki").ensure()
     server = "https://127.0.0.1:%d" % ports["kube-apiserver"]
@@ -197,14 +204,20 @@ def up(args):
         for component in ([] if args.bare else platform_services(state, ports)):
             data["components"][component.name] = start(component, state, pki, timeout)
             state.save(data)
+        if args.gitops:
+            data["gitops"] = start_gitops(api, state, pki, ports, flux, timeout, data)
+            state.save(data)
     except BaseException:
         stop(data["components"])
         state.save(dict(data, components={}))
         raise
+    gitops = ("\n  flux: %s; git repositories: %s/<name>.git (in %s)"
+              % (", ".join("%s %s" % pair for pair in data["gitops"]["pins"].items()), data["gitops"]["git_url"],
+                 data["gitops"]["repos"]) if args.gitops else "")
     print("the local cluster is up in %.1f s: kubernetes %s, %d nodes (%s)\n  export KUBECONFIG=%s\n"
-          "  charts: http://127.0.0.1:%d\n  logs: %s"
+          "  charts: http://127.0.0.1:%d%s\n  logs: %s"
           % (time.monotonic() - started, data["pins"]["kubernetes"], len(nodes), ", ".join(nodes), state.kubeconfig,
-             ports["chart-repo"], state.logs))
+             ports["chart-repo"], gitops, state.logs))
     return 0
 
 
@@ -213,8 +226,10 @@ def down(args):
     data = state.load()
     records = data.get("components") or {}
     stopped = stop(records)
-    if (state.dir / "etcd").exists() and not args.keep_data:
-        shutil.rmtree(state.dir / "etcd")
+    if not args.keep_data:  # the git repositories and Flux's artifacts go with the objects that used them
+        for directory in ("etcd", "gitops"):
+            if (state.dir / directory).exists():
+                shutil.rmtree(state.dir / directory)
     state.save(dict(data, components={}))
     print("stopped: %s" % (", ".join(stopped) if stopped else "nothing was running"))
     return 0
@@ -229,6 +244,8 @@ def status(args):
         return 3
     for name, record in records.items():
         print("%-24s %s pid %s" % (name, "running" if alive(record) else "DEAD", record.get("pid")))
+    if data.get("gitops"):
+        print("git repositories: %s/<name>.git (in %s)" % (data["gitops"]["git_url"], data["gitops"]["repos"]))
     _running(state, data)
     context = tls_context(Pki(state.dir / "pki"), client_cert=True)
     url = "https://127.0.0.1:%d/readyz" % data["ports"]["kube-apiserver"]
@@ -242,6 +259,8 @@ def status(args):
 
 def build(args):
     print(ensure_built())
+    if args.gitops:
+        print(ensure_built(entry=FLUX))
     return 0
 
 
@@ -249,11 +268,18 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m scripts.local_cluster", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("build", help="build the binaries (or find them in the cache); prints their directory")
+    gitops = os.environ.get("CLUSTER_GITOPS") == "1"
+    build_parser = commands.add_parser("build", help="build the binaries (or find them in the cache); prints their "
+                                                     "directory")
+    build_parser.add_argument("--gitops", action="store_true", default=gitops,
+                              help="the Flux controllers too, in their own cache entry (also CLUSTER_GITOPS=1)")
     up_parser = commands.add_parser("up", help="start the cluster (a no-op when it runs)")
     up_parser.add_argument("--bare", action="store_true", default=os.environ.get("CLUSTER_BARE") == "1",
                            help="only the control plane and the fleet: no chart repository, no simulated operators "
                                 "(also CLUSTER_BARE=1)")
+    up_parser.add_argument("--gitops", action="store_true", default=gitops,
+                           help="then the Flux CRDs, source-, kustomize- and helm-controller and a git server "
+                                "(also CLUSTER_GITOPS=1)")
     down_parser = commands.add_parser("down", help="stop every process cluster-up started")
     down_parser.add_argument("--keep-data", action="store_true", help="keep etcd's data for the next start")
     commands.add_parser("status", help="what runs, and /readyz")

@@ -1,10 +1,16 @@
-"""Build (or reuse) the control plane and KWOK binaries, cached outside the checkout by their pins.
+"""Build (or reuse) the control plane, KWOK and Flux binaries, cached outside the checkout by their pins.
 
-The cache key is a hash of everything that decides the binaries: both Go modules' go.mod,
-go.sum and sources, the Go toolchain's version and this file's build flags. The binaries
-live in ``<cache>/bin/<key>/`` with a ``manifest.json`` recording the pins and each binary's
-sha256, so a cache that was tampered with or half-written is noticed (and rebuilt) rather
-than used. The Go module and build caches sit beside them, so a cold build is
+Two cache entries, each built and keyed on its own, so changing one's pins never rebuilds the other:
+
+* ``CLUSTER``: the multi-call control plane binary (``tools/cluster``) and KWOK (``tools/kwok``), with
+  KWOK's stages, in ``<cache>/bin/<key>/``;
+* ``FLUX``: source-controller, kustomize-controller and helm-controller (``tools/flux/<controller>``),
+  with their CRDs, in ``<cache>/bin/flux-<key>/``.
+
+An entry's key is a hash of everything that decides its binaries: its Go modules' go.mod, go.sum and
+sources, the Go toolchain's version and the entry's build format. Its ``manifest.json`` records the
+pins and each file's sha256, so an entry that was tampered with or half-written is noticed (and
+rebuilt) rather than used. The Go module and build caches sit beside them, so a cold build is
 ``rm -rf <cache>``.
 """
 
@@ -16,6 +22,8 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import ClusterError
@@ -23,8 +31,10 @@ from . import ClusterError
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_MODULE = ROOT / "tools" / "cluster"
 KWOK_MODULE = ROOT / "tools" / "kwok"
+FLUX_DIR = ROOT / "tools" / "flux"
 BUILD_FORMAT = "1"  # bump when the build flags below change
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+FLUX_CONTROLLERS = ("source-controller", "kustomize-controller", "helm-controller")
 
 
 def cache_root():
@@ -35,19 +45,26 @@ def cache_root():
     return Path(base) / "gpu-platform"
 
 
-def pins():
-    """The versions the binaries are built from, read from the two go.mod files (the one place they live)."""
-    cluster_mod = (CLUSTER_MODULE / "go.mod").read_text()
-    kwok_mod = (KWOK_MODULE / "go.mod").read_text()
+def _required(module_dir, module):
+    """The version ``module_dir``'s go.mod requires of ``module`` (go.mod is the one place a pin lives)."""
+    text = (module_dir / "go.mod").read_text()
+    found = re.search(r"^\s*(?:require\s+)?%s\s+(v\S+)" % re.escape(module), text, re.M)
+    if not found:
+        raise ClusterError("%s does not require %s: the pins are broken"
+                           % ((module_dir / "go.mod").relative_to(ROOT), module))
+    return found.group(1)
 
-    def required(text, module):
-        found = re.search(r"^\s*(?:require\s+)?%s\s+(v\S+)" % re.escape(module), text, re.M)
-        if not found:
-            raise ClusterError("tools/*/go.mod does not require %s: the pins are broken" % module)
-        return found.group(1)
-    return {"kubernetes": required(cluster_mod, "k8s.io/kubernetes"),
-            "etcd": required(cluster_mod, "go.etcd.io/etcd/server/v3"),
-            "kwok": required(kwok_mod, "sigs.k8s.io/kwok")}
+
+def pins():
+    """The versions the control plane and KWOK are built from, read from their go.mod files."""
+    return {"kubernetes": _required(CLUSTER_MODULE, "k8s.io/kubernetes"),
+            "etcd": _required(CLUSTER_MODULE, "go.etcd.io/etcd/server/v3"),
+            "kwok": _required(KWOK_MODULE, "sigs.k8s.io/kwok")}
+
+
+def flux_pins():
+    """The Flux controllers' versions, read from tools/flux/<controller>/go.mod."""
+    return {name: _required(FLUX_DIR / name, "github.com/fluxcd/" + name) for name in FLUX_CONTROLLERS}
 
 
 def _go_version(go):
@@ -58,13 +75,15 @@ def _go_version(go):
                            % (go, exc)) from None
 
 
-def cache_key(go="go"):
+def cache_key(go="go", entry=None):
+    """The entry's key (the control plane's by default): its modules' go.mod, go.sum and sources, Go, format."""
+    entry = entry or CLUSTER
     digest = hashlib.sha256()
-    digest.update(("format %s\n%s\n" % (BUILD_FORMAT, _go_version(go))).encode())
-    for module in (CLUSTER_MODULE, KWOK_MODULE):
+    digest.update(("format %s\n%s\n" % (entry.format, _go_version(go))).encode())
+    for module in entry.modules:
         for path in sorted(p for p in module.rglob("*") if p.is_file() and p.suffix in (".go", ".mod", ".sum")):
             digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+    return entry.prefix + digest.hexdigest()[:16]
 
 
 def _sha256(path):
@@ -113,20 +132,79 @@ KWOK_STAGES = ("kustomize/stage/node/fast/node-initialize.yaml",
                "kustomize/stage/pod/fast/pod-delete.yaml")
 
 
-def _copy_kwok_stages(go, target):
-    proc = subprocess.run([go, "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok"], cwd=KWOK_MODULE, env=_go_env(),
+def module_dir(go, cwd, module):
+    """Where the Go module cache holds ``module`` at the version the module in ``cwd`` pins."""
+    proc = subprocess.run([go, "list", "-m", "-f", "{{.Dir}}", module], cwd=cwd, env=_go_env(),
                           capture_output=True, text=True, check=False)
     source = Path(proc.stdout.strip())
-    if proc.returncode != 0 or not source.is_dir():
-        raise ClusterError("cannot find the kwok module's files (go list -m sigs.k8s.io/kwok: %s)"
-                           % (proc.stderr.strip() or "no directory"))
+    if proc.returncode != 0 or not proc.stdout.strip() or not source.is_dir():
+        raise ClusterError("cannot find the %s module's files (go list -m %s in %s: %s)"
+                           % (module, module, cwd, proc.stderr.strip() or "no directory"))
+    return source
+
+
+def _copy_kwok_stages(go, target):
+    source = module_dir(go, KWOK_MODULE, "sigs.k8s.io/kwok")
     target.mkdir()
     for relative in KWOK_STAGES:
         shutil.copyfile(source / relative, target / Path(relative).name)
 
 
-def check_cache(bindir):
-    """'' when ``bindir`` holds a complete, untampered build; else why not (for the user)."""
+def _copy_flux_crds(go, target):
+    """Each controller's CRDs (config/crd/bases of the pinned module, as they are) into ``target``."""
+    target.mkdir()
+    for name in FLUX_CONTROLLERS:
+        crds = sorted((module_dir(go, FLUX_DIR / name, "github.com/fluxcd/" + name) / "config" / "crd" / "bases")
+                      .glob("*.toolkit.fluxcd.io_*.yaml"))
+        if not crds:
+            raise ClusterError("the github.com/fluxcd/%s module has no CRDs under config/crd/bases" % name)
+        for crd in crds:
+            shutil.copyfile(crd, target / crd.name)
+
+
+def _build_cluster(go, versions, staging, build_log):
+    _run_build([go, "build", "-trimpath", "-ldflags", _ldflags(versions), "-o", str(staging / "gpcluster"),
+                "./cmd/gpcluster"], CLUSTER_MODULE, build_log, "the control plane (tools/cluster)")
+    _run_build([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / "kwok"), "sigs.k8s.io/kwok/cmd/kwok"],
+               KWOK_MODULE, build_log, "kwok (tools/kwok)")
+    for component in COMPONENTS:
+        os.symlink("gpcluster", staging / component)
+    _copy_kwok_stages(go, staging / "stages")
+
+
+def _build_flux(go, versions, staging, build_log):
+    for name in FLUX_CONTROLLERS:
+        _run_build([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / name), "github.com/fluxcd/" + name],
+                   FLUX_DIR / name, build_log, "%s %s (tools/flux/%s)" % (name, versions[name], name))
+    _copy_flux_crds(go, staging / "crds")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One cache entry: the Go modules its key hashes, the binaries it must hold, how to build them."""
+
+    name: str
+    modules: tuple
+    binaries: tuple
+    prefix: str  # of the key, so an entry's directory says what it holds
+    format: str  # bump when the entry's build flags change
+    what: str  # for the user: %-formatted with the pins
+    cold: str  # how long a cold build takes, for the user
+    pins: Callable[[], dict]
+    build: Callable  # (go, versions, staging directory, build log)
+
+
+CLUSTER = Entry("cluster", (CLUSTER_MODULE, KWOK_MODULE), ("gpcluster", "kwok"), "", BUILD_FORMAT,
+                "the control plane (kubernetes %(kubernetes)s, etcd %(etcd)s) and kwok %(kwok)s",
+                "tens of minutes on 2 cores", pins, _build_cluster)
+FLUX = Entry("flux", tuple(FLUX_DIR / name for name in FLUX_CONTROLLERS), FLUX_CONTROLLERS, "flux-", "1",
+             "the Flux controllers (" + ", ".join("%s %%(%s)s" % (name, name) for name in FLUX_CONTROLLERS) + ")",
+             "minutes on 2 cores", flux_pins, _build_flux)
+
+
+def check_cache(bindir, entry=None):
+    """'' when ``bindir`` holds a complete, untampered build of ``entry`` (the control plane's); else why not."""
+    entry = entry or CLUSTER
     manifest = bindir / "manifest.json"
     if not manifest.exists():
         return "no build in %s" % bindir
@@ -140,53 +218,50 @@ def check_cache(bindir):
             return "%s is missing" % path
         if _sha256(path) != digest:
             return "%s does not match the sha256 recorded when it was built" % path
-    if set(recorded.get("sha256", {})) != {"gpcluster", "kwok"}:
-        return "%s does not list both binaries" % manifest
+    missing = [name for name in entry.binaries if name not in recorded.get("sha256", {})]
+    if missing:
+        return "%s does not list %s" % (manifest, ", ".join(missing))
     return ""
 
 
-def ensure_built(go=None, log=print):
-    """Return the directory holding gpcluster, its component links and kwok; build them when needed."""
+def _recorded_files(staging):
+    """Every file of a build (binaries, stages, CRDs), not the links to them."""
+    return sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def ensure_built(go=None, log=print, entry=None):
+    """Return the directory of ``entry``'s build (the control plane's: gpcluster, its component links, kwok and
+    its stages; ``FLUX``'s: the three controllers and crds/); build it when the cache has none."""
+    entry = entry or CLUSTER
     go = go or os.environ.get("GO", "go")
     if shutil.which(go) is None and not os.path.exists(go):
         raise ClusterError("the Go toolchain is not installed ('%s' not found): install Go 1.26 or newer "
                            "(or set GO=/path/to/go), then run make cluster-build again" % go)
-    versions = pins()
-    key = cache_key(go)
+    versions = entry.pins()
+    key = cache_key(go, entry)
     bindir = cache_root() / "bin" / key
-    problem = check_cache(bindir)
+    problem = check_cache(bindir, entry)
     if not problem:
         return bindir
     if (bindir / "manifest.json").exists():
         log("stale cache: %s; rebuilding it" % problem)
-    log("building the control plane (kubernetes %s, etcd %s) and kwok %s into %s: a cold build takes "
-        "tens of minutes on 2 cores" % (versions["kubernetes"], versions["etcd"], versions["kwok"], bindir))
+    log("building %s into %s: a cold build takes %s" % (entry.what % versions, bindir, entry.cold))
     bindir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=key + ".", dir=bindir.parent))
     build_log = cache_root() / ("build-%s.log" % key)
     build_log.write_text("")
     started = time.monotonic()
     try:
-        _build_into(go, versions, staging, build_log)
+        entry.build(go, versions, staging, build_log)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     seconds = round(time.monotonic() - started, 1)
     (staging / "manifest.json").write_text(json.dumps({
         "pins": versions, "go": _go_version(go), "key": key, "build_seconds": seconds,
-        "sha256": {name: _sha256(staging / name) for name in ("gpcluster", "kwok")}}, indent=1, sort_keys=True))
+        "sha256": {name: _sha256(staging / name) for name in _recorded_files(staging)}}, indent=1, sort_keys=True))
     if bindir.exists():
         shutil.rmtree(bindir)
     os.replace(staging, bindir)  # complete or absent: never a half-written cache entry
     log("built in %.0f s: %s" % (seconds, bindir))
     return bindir
-
-
-def _build_into(go, versions, staging, build_log):
-    _run_build([go, "build", "-trimpath", "-ldflags", _ldflags(versions), "-o", str(staging / "gpcluster"),
-                "./cmd/gpcluster"], CLUSTER_MODULE, build_log, "the control plane (tools/cluster)")
-    _run_build([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / "kwok"), "sigs.k8s.io/kwok/cmd/kwok"],
-               KWOK_MODULE, build_log, "kwok (tools/kwok)")
-    for component in COMPONENTS:
-        os.symlink("gpcluster", staging / component)
-    _copy_kwok_stages(go, staging / "stages")

@@ -109,3 +109,28 @@ def platform_services(state, ports):
                                 "--health-port", str(ports["operators"])],
                   "http://127.0.0.1:%d/healthz" % ports["operators"], env={"PYTHONPATH": str(ROOT)}),
     ]
+
+
+def flux_controllers(flux, state, ports):
+    """The Flux controllers as their own Deployments run them (flags from each controller's main.go at the pinned
+    tag), on loopback: with the admin kubeconfig, no leader election, every namespace watched, no events receiver
+    (``--events-addr`` empty: Kubernetes events only), and no default service account to impersonate."""
+    env = {"KUBECONFIG": str(state.kubeconfig), "RUNTIME_NAMESPACE": "flux-system"}
+    components = []
+    for name in ("source-controller", "kustomize-controller", "helm-controller"):
+        argv = [str(flux / name), "--metrics-addr=127.0.0.1:%d" % ports[name + "-metrics"],
+                "--health-addr=127.0.0.1:%d" % ports[name + "-health"], "--events-addr=",
+                "--enable-leader-election=false", "--watch-all-namespaces=true", "--log-encoding=console"]
+        if name == "source-controller":
+            storage = "127.0.0.1:%d" % ports["source-controller-storage"]
+            argv += ["--storage-path=%s" % (state.dir / "gitops" / "storage"), "--storage-addr=" + storage,
+                     "--storage-adv-addr=" + storage]
+        components.append(Component(name, argv, "http://127.0.0.1:%d/readyz" % ports[name + "-health"], env=env))
+    return components
+
+
+def git_server(state, ports):
+    """The loopback git server (smart HTTP, ``git http-backend``) serving ``<state>/gitops/repos``."""
+    return Component("git-server", [sys.executable, "-m", "scripts.local_cluster.git_server",
+                                    "--root", str(state.dir / "gitops" / "repos"), "--port", str(ports["git-server"])],
+                     "http://127.0.0.1:%d/healthz" % ports["git-server"], env={"PYTHONPATH": str(ROOT)})

@@ -1,0 +1,171 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""The GitOps bundle's layout: one folder per unit, applied in the platform's order.
+
+Private to the collection: not a public API. Pure: standard library only.
+
+A reconciler applies a unit as a whole after a server-side dry-run, so a custom resource cannot share a unit
+with the chart that installs its CRD: the operators' charts and their custom resources are separate units, and
+a unit depends on the units whose CRDs or workloads it needs. Flux gets one ``Kustomization`` per unit with
+``dependsOn`` and ``wait``; Argo CD gets sync waves (the depth of a unit in the same graph) and, on custom
+resources whose CRD arrives in an earlier wave, ``SkipDryRunOnMissingResource=true``. See docs/gitops.md.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+
+FLUX_KUSTOMIZE = "kustomize.toolkit.fluxcd.io/v1"
+KUSTOMIZE = "kustomize.config.k8s.io/v1beta1"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu_platform.cluster"}
+PREFIX = "gpu-platform-"
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+
+# unit -> (the units it needs, whether it holds custom resources of a CRD installed by an earlier unit, what it
+# holds). In the order site.yml runs the layers.
+UNITS = {
+    "peermem": ((), False, "the nvidia-peermem loader for drivers the cloud's node image brings"),
+    "network-operator": ((), False, "the Network Operator chart"),
+    "network-config": (("network-operator",), True, "the NicClusterPolicy and secondary network"),
+    "gpu-operator": (("network-config", "peermem"), False,
+                     "the GPU Operator chart (its RDMA path needs the NicClusterPolicy ready)"),
+    "gpu-sharing": (("gpu-operator",), False, "the device plugin's time-slicing and MIG configuration"),
+    "dra-driver": (("gpu-operator",), False, "NVIDIA's DRA driver chart"),
+    "scheduling": (("gpu-operator",), False, "the gang scheduler and Kueue charts"),
+    "scheduling-config": (("scheduling",), True, "team namespaces, flavors and queues"),
+    "monitoring": (("gpu-operator",), True, "the DCGM exporter's ServiceMonitor, GPU rules and dashboard "
+                                            "(the Prometheus Operator's CRDs come from outside the platform)"),
+    "smoke": (("gpu-sharing", "dra-driver", "scheduling-config", "network-config"), True,
+              "the smoke tests, once every layer is ready"),
+}
+
+
+def unit_dir(root, unit):
+    """The folder of ``unit`` in the bundle at ``root`` ('' when nothing is rendered)."""
+    if unit not in UNITS:
+        raise ParamError("unit", "%r is not a unit of the bundle" % (unit,), "use one of " + ", ".join(UNITS))
+    if not root:
+        return ""
+    return str(root).rstrip("/") + "/" + unit
+
+
+def dependencies(present):
+    """{unit: [the present units it depends on]}: an absent unit is replaced by what it depends on; a dependency
+    already implied by another one is left out."""
+    present = [u for u in UNITS if u in set(present)]
+
+    def resolve(unit, seen):
+        out = []
+        for dep in UNITS[unit][0]:
+            if dep in seen:
+                continue
+            seen.add(dep)
+            out.extend([dep] if dep in present else resolve(dep, seen))
+        return out
+    direct = {u: set(resolve(u, set())) for u in present}
+
+    def reachable(unit):
+        out = set()
+        for dep in direct[unit]:
+            out |= {dep} | reachable(dep)
+        return out
+    # Only what is not already implied through another dependency (a short, readable dependsOn).
+    return {u: sorted((d for d in direct[u] if not any(d in reachable(o) for o in direct[u] - {d})),
+                      key=list(UNITS).index) for u in present}
+
+
+def waves(present):
+    """{unit: Argo CD sync wave}: one more than the highest wave of what the unit depends on."""
+    deps = dependencies(present)
+    out = {}
+    for unit in deps:  # UNITS is in dependency order
+        out[unit] = 1 + max([out[d] for d in deps[unit]] or [-1])
+    return out
+
+
+def _check_path(path):
+    if not isinstance(path, str) or not path.startswith("./") or ".." in path.split("/"):
+        raise ParamError("gpu_platform_flux_path", "%r is not a folder inside the Git repository" % (path,),
+                         "give the bundle's folder relative to the repository's root, starting with ./ "
+                         "(for example ./clusters/prod/gpu-platform)")
+    return path.rstrip("/")
+
+
+def _check_source(source):
+    if not isinstance(source, dict) or not isinstance(source.get("name"), str) or not source["name"] \
+            or set(source) - {"kind", "name", "namespace"} \
+            or source.get("kind", "GitRepository") not in ("GitRepository", "OCIRepository", "Bucket"):
+        raise ParamError("gpu_platform_flux_source", "%r is not a Flux source reference" % (source,),
+                         "give {kind: GitRepository, name: <its name>, namespace: <optional>} (kind GitRepository, "
+                         "OCIRepository or Bucket), for example the flux-system GitRepository flux bootstrap made")
+    return source
+
+
+def flux_kustomization(unit, deps, path, source, interval="10m", timeout="20m"):
+    """The Flux Kustomization that applies ``unit`` once the units in ``deps`` are ready."""
+    spec = {
+        "interval": interval, "retryInterval": "1m", "timeout": timeout,
+        "path": "%s/%s" % (_check_path(path), unit), "prune": True, "wait": True,
+        "sourceRef": {"kind": source.get("kind", "GitRepository"), "name": source["name"]},
+    }
+    if source.get("namespace"):
+        spec["sourceRef"]["namespace"] = source["namespace"]
+    if deps:
+        spec["dependsOn"] = [{"name": PREFIX + d} for d in deps]
+    if unit == "smoke":
+        spec["force"] = True  # a Job's pod template cannot change: a new smoke test replaces the old Job
+    return {"apiVersion": FLUX_KUSTOMIZE, "kind": "Kustomization",
+            "metadata": {"name": PREFIX + unit, "namespace": "flux-system", "labels": dict(MANAGED_BY)},
+            "spec": spec}
+
+
+def unit_kustomization(unit, files, fmt, wave=0):
+    """The unit folder's kustomization.yaml (Argo CD: with its sync wave and sync options)."""
+    out = {"apiVersion": KUSTOMIZE, "kind": "Kustomization", "resources": sorted(files)}
+    if fmt == "argocd":
+        annotations = {SYNC_WAVE: str(wave)}
+        if UNITS[unit][1]:
+            annotations[SYNC_OPTIONS] = "SkipDryRunOnMissingResource=true,ServerSideApply=true"
+        out["commonAnnotations"] = annotations
+    return out
+
+
+def unit_files(paths):
+    """{unit: [file names]} from the bundle's files (paths relative to its root); files outside a unit's folder
+    (a dashboard's JSON, files of an older flat layout) are not part of any unit."""
+    out = {}
+    for path in paths:
+        parts = str(path).strip("/").split("/")
+        if len(parts) == 2 and parts[0] in UNITS and parts[1] != "kustomization.yaml":
+            out.setdefault(parts[0], []).append(parts[1])
+    return out
+
+
+def layout(files, fmt="flux", path="./platform", source=None, interval="10m"):
+    """Every file of the bundle's layout, {relative path: object}, for the units that have files.
+
+    ``files``: the manifests' paths relative to the bundle's root (``<unit>/<file>``). Flux: the root's
+    kustomization.yaml lists one Flux Kustomization per unit (``gpu-platform-<unit>.yaml``); Argo CD: it lists the
+    unit folders, whose objects carry their sync wave.
+    """
+    if fmt not in ("flux", "argocd"):
+        raise ParamError("gpu_platform_render_format", "%r is not a GitOps format" % (fmt,), "use flux or argocd")
+    if fmt == "flux":
+        path = _check_path(path)
+        source = _check_source(source or {"kind": "GitRepository", "name": "flux-system"})
+    by_unit = unit_files(files)
+    present = [u for u in UNITS if by_unit.get(u)]
+    deps, wave = dependencies(present), waves(present)
+    out = {}
+    for unit in present:
+        out["%s/kustomization.yaml" % unit] = unit_kustomization(unit, by_unit[unit], fmt, wave[unit])
+    if fmt == "argocd":
+        out["kustomization.yaml"] = {"apiVersion": KUSTOMIZE, "kind": "Kustomization", "resources": present}
+        return out
+    for unit in present:
+        out[PREFIX + unit + ".yaml"] = flux_kustomization(unit, deps[unit], path, source, interval)
+    out["kustomization.yaml"] = {"apiVersion": KUSTOMIZE, "kind": "Kustomization",
+                                 "resources": [PREFIX + u + ".yaml" for u in present]}
+    return out
