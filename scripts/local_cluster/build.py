@@ -45,13 +45,13 @@ def cache_root():
     return Path(base) / "gpu-platform"
 
 
-def _required(module_dir, module):
-    """The version ``module_dir``'s go.mod requires of ``module`` (go.mod is the one place a pin lives)."""
-    text = (module_dir / "go.mod").read_text()
+def _required(directory, module):
+    """The version ``directory``'s go.mod requires of ``module`` (go.mod is the one place a pin lives)."""
+    text = (directory / "go.mod").read_text()
     found = re.search(r"^\s*(?:require\s+)?%s\s+(v\S+)" % re.escape(module), text, re.M)
     if not found:
         raise ClusterError("%s does not require %s: the pins are broken"
-                           % ((module_dir / "go.mod").relative_to(ROOT), module))
+                           % ((directory / "go.mod").relative_to(ROOT), module))
     return found.group(1)
 
 

@@ -77,7 +77,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         status, headers = 200, []
         for line in head.decode("latin-1").split("\r\n"):
-            name, _, value = line.partition(":")
+            name, value = (line.split(":", 1) + [""])[:2]
             if name.lower() == "status":
                 status = int(value.split()[0])
             elif name:

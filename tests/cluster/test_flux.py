@@ -96,7 +96,8 @@ class Worktree:
         self.env = dict(os.environ, HOME=str(self.path.parent), GIT_CONFIG_NOSYSTEM="1", GIT_AUTHOR_NAME="test",
                         GIT_AUTHOR_EMAIL="test@example.invalid", GIT_COMMITTER_NAME="test",
                         GIT_COMMITTER_EMAIL="test@example.invalid")
-        self.git("init", "--quiet", "--initial-branch=main", str(self.path))
+        self.path.mkdir(parents=True)
+        self.git("init", "--quiet", "--initial-branch=main")
 
     def git(self, *args):
         proc = subprocess.run(["git", "-C", str(self.path), *args], capture_output=True, text=True, env=self.env,
@@ -231,6 +232,7 @@ def test_a_second_commit_is_applied_and_what_left_git_is_pruned(converged):
 def test_gitops_start_is_recorded_a_second_start_changes_nothing_and_down_leaves_nothing(tmp_path):
     cluster = LocalCluster(tmp_path / "gitops-lifecycle")
     env = dict(cluster.env(), CLUSTER_GPU_NODES="1")
+    env.pop("CLUSTER_GITOPS", None)
     plain = cluster_command("up", "--bare", env=env)
     assert plain.returncode == 0, plain.stdout + plain.stderr
     try:
