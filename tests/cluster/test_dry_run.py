@@ -86,13 +86,18 @@ def crd_cluster(local_cluster, tmp_path_factory):
 
 
 def objects(folder):
-    """(file name, object) for every Kubernetes object the folder's kustomization.yaml lists."""
+    """(file name, object) for every Kubernetes object the folder's kustomization.yaml lists; at the bundle's root,
+    those of the unit folders its Flux Kustomizations apply (but the smoke tests, read on their own)."""
     listed = yaml.safe_load((folder / "kustomization.yaml").read_text())["resources"]
     for name in listed:
         if (folder / name).is_dir():
             continue
         for doc in yaml.safe_load_all((folder / name).read_text()):
-            if isinstance(doc, dict) and doc.get("apiVersion"):
+            if isinstance(doc, dict) and doc.get("kind") == "Kustomization" and "fluxcd" in doc.get("apiVersion", ""):
+                unit = doc["spec"]["path"].rsplit("/", 1)[1]
+                if unit != "smoke":
+                    yield from objects(folder / unit)
+            elif isinstance(doc, dict) and doc.get("apiVersion"):
                 yield name, doc
 
 

@@ -196,5 +196,15 @@ def render_site(tmp_path, helm_env):
 
 
 def bundle(out):
-    """The bundle's files, parsed (the smoke/ folder is read on its own: bundle(out / "smoke"))."""
-    return {name: yaml.safe_load((out / name).read_text()) for name in sorted(os.listdir(out)) if (out / name).is_file()}
+    """The bundle's manifests, parsed, by file name: those of every unit folder but smoke/ (read on its own:
+    bundle(out / "smoke")), and the files at the root (the Flux Kustomizations); kustomization.yaml files are not
+    manifests (see kustomizations(out))."""
+    folders = [out] + [out / d for d in sorted(os.listdir(out)) if (out / d).is_dir() and d not in ("smoke", "dashboards")]
+    return {name: yaml.safe_load((folder / name).read_text()) for folder in folders for name in sorted(os.listdir(folder))
+            if (folder / name).is_file() and name != "kustomization.yaml"}
+
+
+def kustomizations(out):
+    """{folder relative to the bundle ('' for the root): its kustomization.yaml, parsed} for the root and every unit."""
+    return {str(path.parent.relative_to(out)).strip("."): yaml.safe_load(path.read_text())
+            for path in sorted(out.glob("**/kustomization.yaml"))}

@@ -6,8 +6,9 @@ import os
 import pytest
 import yaml
 
-from tests.playbooks.conftest import bundle
+from tests.playbooks.conftest import bundle, kustomizations
 from tests.schema import crdschema
+from tests.schema.bundle_order import order_problems
 from tests.schema.test_monitoring_schema import prometheus_rule_errors
 from tests.schema.test_smoke_schema import check_rendered
 
@@ -109,16 +110,17 @@ def test_the_demo_bundle_has_every_layer(render_site, shared_dir):
         "job-gpu-platform-smoke-gpu-platform-smoke-dra.yaml",
         "job-gpu-platform-smoke-gpu-platform-smoke-gang.yaml",
         "job-gpu-platform-smoke-gpu-platform-smoke-nccl.yaml",
-        "kustomization.yaml",
         "namespace-gpu-platform-smoke.yaml",
         "resourceclaimtemplate-gpu-platform-smoke-gpu-platform-smoke-dra.yaml"]
     for name, doc in smoke_files.items():
-        if name != "kustomization.yaml":
-            check_rendered(doc)
-    assert sorted(smoke_files["kustomization.yaml"]["resources"]) == sorted(set(smoke_files) - {"kustomization.yaml"})
+        check_rendered(doc)
+    assert sorted(kustomizations(out)["smoke"]["resources"]) == sorted(smoke_files)
     assert smoke_files["namespace-gpu-platform-smoke.yaml"]["metadata"]["labels"][
         "pod-security.kubernetes.io/enforce"] == "privileged", "nccl-tests workers add IPC_LOCK"
-    assert "smoke" not in " ".join(files["kustomization.yaml"]["resources"]), "the platform's kustomization leaves it out"
+    smoke = files["gpu-platform-smoke.yaml"]["spec"]
+    assert smoke["path"].endswith("/smoke") and smoke["force"] is True
+    assert [d["name"] for d in smoke["dependsOn"]] == ["gpu-platform-gpu-sharing", "gpu-platform-dra-driver",
+                                                       "gpu-platform-scheduling-config"], "after every layer"
     again = runner.run()
     assert again.failed == 0 and again.changed == 0, again.changed_tasks()
 
@@ -153,3 +155,46 @@ def test_dra_is_refused_before_any_write(direct_site, over, cluster, words):
     assert result.failed == 1
     assert any(words in m for m in result.failure_messages()), result.failure_messages()
     assert api.writes() == []
+
+
+@pytest.mark.parametrize("fmt", ["flux", "argocd"])
+def test_the_demo_bundle_applies_in_order(render_site, fmt):
+    """The static check of the order (tests/schema/bundle_order.py) passes for the demo bundle in both formats."""
+    runner, out = render_site
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "inventories", "local", "group_vars", "all",
+                        "platform.yml")
+    with open(path, encoding="utf-8") as handle:
+        choices = {k: v for k, v in yaml.safe_load(handle).items() if k != "gpu_platform_render_to"}
+    result = runner.run(**dict(choices, gpu_platform_render_format=fmt))
+    assert result.failed == 0, result.failure_messages()
+    assert order_problems(out) == []
+    units = sorted(kustomizations(out))
+    assert units == ["", "dra-driver", "gpu-operator", "gpu-sharing", "monitoring", "network-config",
+                     "network-operator", "scheduling", "scheduling-config", "smoke"]
+
+
+def test_the_order_check_fails_on_a_flat_bundle(tmp_path):
+    """The check can fail: the former flat layout (charts and their custom resources in one unit) is refused."""
+    flat = tmp_path / "platform" / "all"
+    flat.mkdir(parents=True)
+    objects = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "nvidia-network-operator"}},
+        {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+         "metadata": {"name": "network-operator", "namespace": "nvidia-network-operator"},
+         "spec": {"install": {"disableWait": True}}},
+        {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy", "metadata": {"name": "nic-cluster-policy"}},
+        {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+         "metadata": {"name": "dcgm", "namespace": "gpu-operator"}}]
+    (flat / "all.yaml").write_text(yaml.safe_dump_all(objects))
+    (flat / "kustomization.yaml").write_text(yaml.safe_dump({"resources": ["all.yaml"]}))
+    (flat.parent / "gpu-platform-all.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+        "metadata": {"name": "gpu-platform-all", "namespace": "flux-system"},
+        "spec": {"path": "./platform/all", "dependsOn": [{"name": "gpu-platform-missing"}]}}))
+    (flat.parent / "kustomization.yaml").write_text(yaml.safe_dump({"resources": ["gpu-platform-all.yaml"]}))
+    problems = "\n".join(order_problems(flat.parent))
+    assert "gpu-platform-all: neither wait nor health checks" in problems
+    assert "dependsOn gpu-platform-missing, which is not in the bundle" in problems
+    assert "all/NicClusterPolicy /nic-cluster-policy: its CRD comes with the network-operator chart (all)" in problems
+    assert "all/ServiceMonitor gpu-operator/dcgm: its Namespace gpu-operator is not applied before it" in problems
+    assert "all/HelmRelease nvidia-network-operator/network-operator: disableWait" in problems

@@ -8,16 +8,30 @@ import pytest
 import yaml
 
 from tests.fakes.charts import TOOLS_BIN
-from tests.playbooks.conftest import bundle
+from tests.playbooks.conftest import bundle, kustomizations
 from tests.schema import crdschema
 
 pytestmark = pytest.mark.slow
 
 
 def kustomize(out):
-    proc = subprocess.run([str(TOOLS_BIN / "kubectl"), "kustomize", str(out)], capture_output=True, text=True, check=False)
+    """What the bundle applies but the smoke tests, built with kubectl kustomize unit by unit: with Flux, the units
+    the root's Flux Kustomizations point at; with Argo CD, the unit folders the root lists."""
+    listed = yaml.safe_load((out / "kustomization.yaml").read_text())["resources"]
+    if all((out / name).is_dir() for name in listed):  # Argo CD: the unit folders
+        units = listed
+    else:  # Flux: one Kustomization per unit, pointing at its folder
+        paths = [o["spec"]["path"] for o in _build(out) if o["kind"] == "Kustomization"]
+        assert all(p.startswith("./%s/" % out.name) for p in paths), paths
+        units = [p.rsplit("/", 1)[1] for p in paths]
+    return [o for unit in units if unit != "smoke" for o in _build(out / unit)]
+
+
+def _build(folder):
+    proc = subprocess.run([str(TOOLS_BIN / "kubectl"), "kustomize", str(folder)], capture_output=True, text=True,
+                          check=False)
     assert proc.returncode == 0, proc.stderr
-    return list(yaml.safe_load_all(proc.stdout))
+    return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
 
 
 @pytest.mark.parametrize("fmt, kinds", [
@@ -31,8 +45,7 @@ def test_bundle_is_valid_idempotent_and_builds(render_site, shared_dir, fmt, kin
     first = runner.run(gpu_platform_render_format=fmt)
     assert first.failed == 0, first.failure_messages() or first.debug_text()
     assert first.changed > 0
-    files = bundle(out)
-    assert "kustomization.yaml" in files
+    assert "" in kustomizations(out), "the root the user points one bootstrap Kustomization (or Application) at"
     objects = kustomize(out)
     assert sorted(o["kind"] for o in objects) == kinds
     for obj in objects:
@@ -42,7 +55,7 @@ def test_bundle_is_valid_idempotent_and_builds(render_site, shared_dir, fmt, kin
             crdschema.validate(obj)
     summary = first.result("What was written and which versions are pinned")["msg"]
     assert summary[0].startswith("Delivery: GitOps bundle in %s (%s)" % (out, fmt))
-    assert "kustomization.yaml" in summary[1] and "gpu-operator v26.7.0" in summary[2]
+    assert summary[1].startswith("Units: gpu-operator,") and "gpu-operator v26.7.0" in summary[2]
 
     second = runner.run()
     assert second.failed == 0 and second.changed == 0, second.changed_tasks()
@@ -154,16 +167,16 @@ def test_bundle_with_gpu_sharing(render_site, shared_dir):
     assert result.failed == 0, result.failure_messages()
     warned = result.result("Warnings about the chosen sharing (time-slicing is no isolation)")["msg"]
     assert any("no memory or fault isolation" in w for w in warned)
-    objects = {o["kind"]: o for o in kustomize(out)}
+    objects = {o["kind"]: o for o in kustomize(out) if o["metadata"]["name"] != "gpu-platform-dcgm-dashboard"}
     config = json.loads(objects["ConfigMap"]["data"]["inference"])
     assert config["version"] == "v1"
     assert config["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
     crdschema.validate_core(objects["ConfigMap"])
     values = objects["HelmRelease"]["spec"]["values"]
     assert values["devicePlugin"]["config"] == {"name": "time-slicing-config", "default": "default"}
-    labels = yaml.safe_load((out / "gpu-sharing-node-labels.yaml").read_text())["patches"]
+    labels = yaml.safe_load((out / "gpu-sharing" / "gpu-sharing-node-labels.yaml").read_text())["patches"]
     assert {"selector": "nodepool=training", "labels": {"nvidia.com/mig.config": "all-1g.10gb"}} in labels
-    assert "gpu-sharing-node-labels.yaml" not in (out / "kustomization.yaml").read_text()
+    assert "gpu-sharing-node-labels.yaml" not in str(kustomizations(out))
     again = runner.run()
     assert again.failed == 0 and again.changed == 0, again.changed_tasks()
 
@@ -185,10 +198,9 @@ def test_cloud_managed_driver_renders_the_peermem_loader(render_site):
     crdschema.validate_core(files["namespace-nvidia-peermem.yaml"])
     values = files["helmrelease-gpu-operator-gpu-operator.yaml"]["spec"]["values"]
     assert values["driver"]["enabled"] is False and values["toolkit"]["enabled"] is False
-    assert "daemonset-nvidia-peermem-nvidia-peermem-loader.yaml" in kustomize_resources(out)
+    assert "daemonset-nvidia-peermem-nvidia-peermem-loader.yaml" in kustomizations(out)["peermem"]["resources"]
+    gpu_operator = files["gpu-platform-gpu-operator.yaml"]["spec"]
+    assert {"name": "gpu-platform-peermem"} in gpu_operator["dependsOn"], "the loader's unit comes first"
     again = runner.run()
     assert again.failed == 0 and again.changed == 0, again.changed_tasks()
 
-
-def kustomize_resources(out):
-    return yaml.safe_load((out / "kustomization.yaml").read_text())["resources"]

@@ -1,0 +1,99 @@
+"""The GitOps bundle's layout (pure): units, their order, Flux Kustomizations and Argo CD sync waves."""
+import pytest
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import bundle
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+
+EVERY = {unit: ["%s.yaml" % unit] for unit in bundle.UNITS}
+
+
+def paths(units):
+    return ["%s/%s" % (unit, name) for unit, names in units.items() for name in names]
+
+
+def test_each_unit_depends_only_on_what_it_needs_and_absent_units_pass_their_dependencies_on():
+    assert bundle.dependencies(list(bundle.UNITS)) == {
+        "peermem": [], "network-operator": [], "network-config": ["network-operator"],
+        "gpu-operator": ["peermem", "network-config"], "gpu-sharing": ["gpu-operator"], "dra-driver": ["gpu-operator"],
+        "scheduling": ["gpu-operator"], "scheduling-config": ["scheduling"], "monitoring": ["gpu-operator"],
+        "smoke": ["gpu-sharing", "dra-driver", "scheduling-config"]}
+    # No network layer and no DRA: the GPU Operator goes first; smoke waits for what is there.
+    assert bundle.dependencies(["gpu-operator", "gpu-sharing", "scheduling", "scheduling-config", "smoke"]) == {
+        "gpu-operator": [], "gpu-sharing": ["gpu-operator"], "scheduling": ["gpu-operator"],
+        "scheduling-config": ["scheduling"], "smoke": ["gpu-sharing", "scheduling-config"]}
+    # Only configs: each still waits for what its absent chart unit waited for.
+    assert bundle.dependencies(["network-config", "smoke"]) == {"network-config": [], "smoke": ["network-config"]}
+
+
+def test_waves_follow_the_dependencies():
+    waves = bundle.waves(list(bundle.UNITS))
+    for unit, deps in bundle.dependencies(list(bundle.UNITS)).items():
+        assert all(waves[unit] > waves[d] for d in deps), unit
+    assert waves["network-operator"] == 0 and waves["smoke"] == max(waves.values())
+
+
+def test_flux_layout_orders_units_with_depends_on_and_wait():
+    out = bundle.layout(paths(EVERY), "flux", "./clusters/prod/gpu-platform",
+                        {"kind": "GitRepository", "name": "platform", "namespace": "gitops"}, "5m")
+    assert out["kustomization.yaml"]["resources"] == ["gpu-platform-%s.yaml" % u for u in bundle.UNITS]
+    config = out["gpu-platform-network-config.yaml"]
+    assert config["apiVersion"] == "kustomize.toolkit.fluxcd.io/v1" and config["metadata"]["namespace"] == "flux-system"
+    spec = config["spec"]
+    assert spec["path"] == "./clusters/prod/gpu-platform/network-config"
+    assert spec["dependsOn"] == [{"name": "gpu-platform-network-operator"}]
+    assert spec["wait"] is True and spec["prune"] is True and spec["interval"] == "5m" and spec["timeout"]
+    assert spec["sourceRef"] == {"kind": "GitRepository", "name": "platform", "namespace": "gitops"}
+    assert "dependsOn" not in out["gpu-platform-network-operator.yaml"]["spec"]
+    assert out["gpu-platform-smoke.yaml"]["spec"]["force"] is True
+    assert "force" not in out["gpu-platform-gpu-operator.yaml"]["spec"]
+    assert out["network-config/kustomization.yaml"] == {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": ["network-config.yaml"]}
+
+
+def test_argocd_layout_has_waves_and_skips_the_dry_run_only_where_a_crd_comes_from_an_earlier_wave():
+    out = bundle.layout(paths(EVERY), "argocd")
+    assert out["kustomization.yaml"]["resources"] == list(bundle.UNITS)
+    assert not [k for k in out if k.startswith("gpu-platform-")], "no Flux objects in the Argo CD variant"
+    chart = out["network-operator/kustomization.yaml"]["commonAnnotations"]
+    config = out["network-config/kustomization.yaml"]["commonAnnotations"]
+    assert chart == {"argocd.argoproj.io/sync-wave": "0"}
+    assert config == {"argocd.argoproj.io/sync-wave": "1",
+                      "argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true,ServerSideApply=true"}
+
+
+def test_only_units_with_files_are_laid_out_and_other_files_are_left_alone():
+    out = bundle.layout(["gpu-operator/helmrelease.yaml", "gpu-operator/kustomization.yaml", "dashboards/gpu.json",
+                         "helmrelease-old-flat-layout.yaml", "smoke/job.yaml"], "flux")
+    assert sorted(out) == ["gpu-operator/kustomization.yaml", "gpu-platform-gpu-operator.yaml", "gpu-platform-smoke.yaml",
+                           "kustomization.yaml", "smoke/kustomization.yaml"]
+    assert out["gpu-operator/kustomization.yaml"]["resources"] == ["helmrelease.yaml"]
+    assert out["gpu-platform-smoke.yaml"]["spec"]["dependsOn"] == [{"name": "gpu-platform-gpu-operator"}]
+    assert out["gpu-platform-gpu-operator.yaml"]["spec"]["path"] == "./platform/gpu-operator"
+    assert bundle.layout([], "flux") == {"kustomization.yaml": {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": []}}
+
+
+@pytest.mark.parametrize("path", ["platform", "/srv/platform", "./a/../../b", "", None])
+def test_a_flux_path_outside_the_repository_is_refused_naming_the_variable(path):
+    with pytest.raises(ParamError) as err:
+        bundle.layout([], "flux", path)
+    assert err.value.field == "gpu_platform_flux_path" and "starting with ./" in err.value.msg
+
+
+@pytest.mark.parametrize("source", [{"name": ""}, {"kind": "HelmRepository", "name": "x"}, {"name": "x", "ref": "y"},
+                                    "flux-system"])
+def test_a_bad_flux_source_is_refused_naming_the_variable(source):
+    with pytest.raises(ParamError) as err:
+        bundle.layout([], "flux", "./platform", source)
+    assert err.value.field == "gpu_platform_flux_source"
+
+
+def test_unknown_unit_and_format_are_refused():
+    with pytest.raises(ParamError) as err:
+        bundle.unit_dir("/srv/platform", "operators")
+    assert "network-operator" in err.value.msg
+    assert bundle.unit_dir("", "gpu-operator") == ""
+    assert bundle.unit_dir("/srv/platform/", "gpu-operator") == "/srv/platform/gpu-operator"
+    with pytest.raises(ParamError) as err:
+        bundle.layout([], "helmfile")
+    assert err.value.field == "gpu_platform_render_format"
