@@ -203,4 +203,3 @@ def test_cloud_managed_driver_renders_the_peermem_loader(render_site):
     assert {"name": "gpu-platform-peermem"} in gpu_operator["dependsOn"], "the loader's unit comes first"
     again = runner.run()
     assert again.failed == 0 and again.changed == 0, again.changed_tasks()
-
