@@ -111,7 +111,7 @@ molecule-kind: setup
 	@kind version >/dev/null 2>&1 || { echo "molecule-kind needs kind v0.31.0 or newer on the PATH: https://kind.sigs.k8s.io/docs/user/quick-start/#installation"; exit 2; }
 	cd $(ROOT) && molecule test -s kind
 
-test: setup lint sanity cluster-build flux-build pytest molecule-hosts molecule-cluster demo package ee-introspect
+test: setup lint sanity cluster-build flux-build pytest gitops-test molecule-hosts molecule-cluster demo package ee-introspect
 
 # The local control plane (docs/testing.md): etcd, kube-apiserver, kube-controller-manager, kube-scheduler
 # and KWOK built from the Go modules pinned in tools/cluster and tools/kwok, cached under
@@ -129,6 +129,14 @@ flux-build: venv
 
 cluster-up-gitops: setup cluster-build flux-build
 	cd $(ROOT) && $(LOCAL_CLUSTER) up --gitops
+
+# The GitOps bundle on the real reconciler (tests/gitops_bundle.py): site.yml renders the platform, it is pushed to a
+# loopback git server, one Kustomization at its root bootstraps it on a cluster of its own (build/gitops-cluster) with
+# the real Flux controllers; ends with "gitops: K/K Kustomizations Ready, H/H HelmReleases Ready" and
+# build/gitops/status.json.
+.PHONY: gitops-test
+gitops-test: setup cluster-build flux-build
+	cd $(ROOT) && $(VENV)/bin/python -m tests.gitops_bundle
 
 cluster-up: setup cluster-build
 	cd $(ROOT) && $(LOCAL_CLUSTER) up

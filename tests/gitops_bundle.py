@@ -1,0 +1,321 @@
+"""``make gitops-test``: the bundle site.yml renders converges on the real Flux controllers, in order.
+
+    python -m tests.gitops_bundle [--keep]
+
+On a local control plane of its own with the Flux controllers (``up --gitops`` in ``build/gitops-cluster``):
+
+1. **The flat layout fails** (the regression this layout fixes): the same platform's objects in one folder, applied
+   by one Kustomization, are refused as a whole by the server-side dry-run ("no matches for kind"), and nothing
+   of it is applied.
+2. **Render and push**: ``site.yml -i inventories/cluster`` in render mode (the Network Operator at its previous
+   pin), into a git working copy, pushed to the cluster's git server. The charts come from the cluster's loopback
+   chart repository through the inventory's ``*_chart_repo_url`` overrides, at their pinned versions. The node
+   labels the bundle leaves to a documented step (``*-node-labels.yaml``) are applied as docs/gitops.md says.
+3. **Bootstrap one Kustomization at the root** and wait (bounded) until every Kustomization and HelmRelease is
+   Ready; every object of every unit exists on the cluster (admitted by the real API server).
+4. **A second render changes nothing**: no file differs, nothing to commit, and a reconcile on request applies
+   no new revision and no new Helm release revision.
+5. **Self-heal**: a ClusterQueue and the time-slicing ConfigMap deleted by hand are put back.
+6. **A bumped pin rolls out in order**: the Network Operator's current pin rendered, committed and pushed; its
+   HelmRelease upgrades (a second Helm revision, the new chart's image), the units that depend on it are applied
+   at the new revision only after it, and everything is Ready again.
+
+It writes ``kubectl get kustomizations,helmreleases -A -o json`` to ``build/gitops/status.json`` and prints, last,
+``gitops: K/K Kustomizations Ready, H/H HelmReleases Ready``. Any failure is one message naming the step, the
+object and its condition, and exits 1; the cluster is stopped unless ``--keep``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import yaml
+
+from tests.flux import RESOURCE, Worktree, is_ready, kubectl, ready_condition, wait_for
+from tests.local_cluster import ROOT, LocalCluster, cluster_command
+from tests.schema.bundle_order import order_problems
+
+CLUSTER_DIR = ROOT / "build" / "gitops-cluster"
+OUT = ROOT / "build" / "gitops"
+INVENTORY = ROOT / "inventories" / "cluster"
+PREVIOUS_NETWORK_OPERATOR = "26.4.0"
+CURRENT_NETWORK_OPERATOR = "26.4.1"
+CONVERGE = 900  # seconds for the whole platform to become Ready
+FLUX_NS = "flux-system"
+ROOT_NAME = "gpu-platform"
+SOURCE = "flux-system"  # the GitRepository flux bootstrap makes, which the bundle's Kustomizations name by default
+
+
+class Failed(Exception):
+    """A step did not show what it must; the message says which and why."""
+
+
+def say(text):
+    print("gitops-test: " + text, flush=True)
+
+
+# -- rendering ---------------------------------------------------------------------------------------------------
+
+def render(cluster, folder, *extra):
+    """site.yml in render mode with the inventory's choices into ``folder`` (./platform in the repository)."""
+    env = dict(os.environ, CLUSTER_DIR=str(cluster.dir), ANSIBLE_COLLECTIONS_PATH=str(ROOT / "build" / "collections"),
+               ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+    env.pop("KUBECONFIG", None)
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(INVENTORY),
+               str(ROOT / "site.yml"), "-e", "gpu_platform_render_to=%s" % folder, "-e", "gpu_platform_flux_path=./platform"]
+    for item in extra:
+        command += ["-e", item]
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, cwd=str(ROOT), timeout=900, check=False)
+    if proc.returncode != 0:
+        raise Failed("rendering failed (%s):\n%s%s" % (" ".join(command[3:]), proc.stdout[-3000:], proc.stderr[-2000:]))
+    problems = order_problems(folder)
+    if problems:
+        raise Failed("the rendered bundle's order is wrong:\n" + "\n".join(problems))
+
+
+def unit_objects(folder):
+    """{unit: [objects]} of every unit the root's Flux Kustomizations apply."""
+    out = {}
+    for name in yaml.safe_load((folder / "kustomization.yaml").read_text())["resources"]:
+        flux = yaml.safe_load((folder / name).read_text())
+        unit = flux["spec"]["path"].rsplit("/", 1)[1]
+        listed = yaml.safe_load((folder / unit / "kustomization.yaml").read_text())["resources"]
+        out[unit] = [doc for file in listed for doc in yaml.safe_load_all((folder / unit / file).read_text()) if doc]
+    return out
+
+
+def label_nodes(cluster, folder):
+    """The documented step for the node labels the bundle does not apply (docs/gitops.md): kubectl label."""
+    for path in sorted(folder.glob("*/*-node-labels.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            for patch in (doc or {}).get("patches") or []:
+                labels = ["%s=%s" % item for item in sorted(patch["labels"].items())]
+                kubectl(cluster, "label", "nodes", "-l", patch["selector"], "--overwrite", *labels)
+
+
+# -- the cluster's Flux objects -----------------------------------------------------------------------------------
+
+def flux_list(cluster):
+    proc = kubectl(cluster, "get", "%s,%s" % (RESOURCE["Kustomization"], RESOURCE["HelmRelease"]), "-A", "-o", "json")
+    return json.loads(proc.stdout)["items"]
+
+
+def not_ready(items):
+    return ["%s %s/%s: %s" % (o["kind"], o["metadata"]["namespace"], o["metadata"]["name"],
+                              ready_condition(o).get("message", "no Ready condition yet")[:300])
+            for o in items if not is_ready(o)]
+
+
+def wait_all_ready(cluster, expect_kustomizations, revision=None, timeout=CONVERGE):
+    """Until every Kustomization (at ``revision``, when given) and HelmRelease is Ready; returns the list."""
+    deadline = time.monotonic() + timeout
+    shown = None
+    while True:
+        items = flux_list(cluster)
+        names = {o["metadata"]["name"] for o in items if o["kind"] == "Kustomization"}
+        waiting = not_ready(items) + ["Kustomization %s: not created yet" % n for n in expect_kustomizations - names]
+        if revision:
+            waiting += ["Kustomization %s: at %s, not %s" % (o["metadata"]["name"], o["status"].get("lastAppliedRevision"),
+                                                             revision)
+                        for o in items if o["kind"] == "Kustomization" and is_ready(o)
+                        and o["status"].get("lastAppliedRevision") != revision]
+        if not waiting:
+            return items
+        if len(waiting) != shown:
+            shown = len(waiting)
+            say("waiting for %d: %s" % (len(waiting), waiting[0]))
+        if time.monotonic() > deadline:
+            raise Failed("not Ready after %d s:\n%s\nController logs: %s" % (timeout, "\n".join(waiting), cluster.logs))
+        time.sleep(2)
+
+
+def reconcile(cluster, kind, name, namespace=FLUX_NS):
+    """Ask Flux to reconcile now (reconcile.fluxcd.io/requestedAt) and wait until it has."""
+    token = "gitops-test-%d" % time.time_ns()
+    kubectl(cluster, "-n", namespace, "annotate", "--overwrite", RESOURCE[kind], name,
+            "reconcile.fluxcd.io/requestedAt=" + token)
+    return wait_for(cluster, kind, name, namespace,
+                    lambda obj: is_ready(obj) and obj["status"].get("lastHandledReconcileAt") == token,
+                    "reconciled on request", timeout=300)
+
+
+def helm_revisions(cluster):
+    """{namespace/release: [revisions]} from helm's release Secrets."""
+    secrets = json.loads(kubectl(cluster, "get", "secrets", "-A", "-l", "owner=helm", "-o", "json").stdout)["items"]
+    out = {}
+    for secret in secrets:
+        labels = secret["metadata"]["labels"]
+        out.setdefault("%s/%s" % (secret["metadata"]["namespace"], labels["name"]), []).append(int(labels["version"]))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def exists(cluster, obj):
+    meta = obj["metadata"]
+    args = ["get", "%s.%s" % (obj["kind"].lower(), obj["apiVersion"].rpartition("/")[0]) if "/" in obj["apiVersion"]
+            else obj["kind"].lower(), meta["name"], "-o", "name"]
+    if meta.get("namespace"):
+        args = ["-n", meta["namespace"]] + args
+    return kubectl(cluster, *args, check=False).returncode == 0
+
+
+# -- the steps ------------------------------------------------------------------------------------------------------
+
+def flat_layout_fails(cluster, work, units):
+    """Step 1: the former flat layout on the same rig (before any chart is installed): refused as a whole."""
+    flat = Worktree(work / "flat", cluster.git_repo("flat"))
+    files = {"flat/objects-%d.yaml" % i: objs for i, objs in enumerate(units.values())}
+    files["flat/kustomization.yaml"] = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                                        "resources": sorted(p.split("/", 1)[1] for p in files)}
+    revision = flat.commit_and_push(files, "the platform as one flat folder")
+    kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(bootstrap("flat", flat.url, "./flat", "flat")))
+    failed = wait_for(cluster, "Kustomization", "flat", FLUX_NS,
+                      lambda o: ready_condition(o).get("status") == "False"
+                      and o["status"].get("lastAttemptedRevision") == revision,
+                      "refused", timeout=300)
+    message = ready_condition(failed).get("message", "")
+    if "no matches for kind" not in message and "not found" not in message:
+        raise Failed("the flat layout failed for another reason than a missing CRD: %s" % message)
+    if failed["status"].get("lastAppliedRevision"):
+        raise Failed("the flat layout was (partly) applied: %s" % failed["status"]["lastAppliedRevision"])
+    kubectl(cluster, "-n", FLUX_NS, "delete", RESOURCE["Kustomization"], "flat", "--wait=true", "--timeout=120s")
+    kubectl(cluster, "-n", FLUX_NS, "delete", RESOURCE["GitRepository"], "flat", "--wait=true", "--timeout=120s")
+    return message.splitlines()[0][:200]
+
+
+def bootstrap(name, url, path, source):
+    """What a user applies once (flux bootstrap makes the GitRepository): the GitRepository ``source`` and one
+    Kustomization ``name`` at the bundle's root."""
+    return [
+        {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+         "metadata": {"name": source, "namespace": FLUX_NS},
+         "spec": {"url": url, "interval": "15s", "ref": {"branch": "main"}}},
+        {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+         "metadata": {"name": name, "namespace": FLUX_NS},
+         "spec": {"interval": "10m", "retryInterval": "15s", "timeout": "15m", "path": path, "prune": True,
+                  "wait": True, "sourceRef": {"kind": "GitRepository", "name": source}}},
+    ]
+
+
+def commit_folder(worktree, message):
+    """Commit and push what the render changed; None when nothing did."""
+    worktree.git("add", "--all")
+    if not worktree.git("status", "--porcelain"):
+        return None
+    worktree.git("commit", "--quiet", "-m", message)
+    worktree.git("push", "--quiet", worktree.url, "main")
+    return "main@sha1:" + worktree.git("rev-parse", "HEAD")
+
+
+def run(cluster, work):
+    worktree = Worktree(work / "repo", cluster.git_repo("platform"))
+    folder = worktree.path / "platform"
+    render(cluster, folder, "network_operator_chart_version=" + PREVIOUS_NETWORK_OPERATOR)
+    units = unit_objects(folder)
+    say("rendered %d units: %s" % (len(units), ", ".join(units)))
+
+    say("1. the flat layout on the same rig: %s" % flat_layout_fails(cluster, work, units))
+
+    label_nodes(cluster, folder)
+    revision = commit_folder(worktree, "the GPU platform, rendered by site.yml")
+    kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(bootstrap(ROOT_NAME, worktree.url, "./platform", SOURCE)))
+    expected = {ROOT_NAME} | {"gpu-platform-" + unit for unit in units}
+    started = time.monotonic()
+    items = wait_all_ready(cluster, expected, revision)
+    say("2-3. pushed %s; every Kustomization and HelmRelease Ready in %.0f s" % (revision, time.monotonic() - started))
+    missing = ["%s %s" % (o["kind"], o["metadata"]["name"]) for objs in units.values() for o in objs if not exists(cluster, o)]
+    if missing:
+        raise Failed("objects of the bundle not on the cluster: %s" % ", ".join(missing))
+
+    render(cluster, folder, "network_operator_chart_version=" + PREVIOUS_NETWORK_OPERATOR)
+    if commit_folder(worktree, "rendered again") is not None:
+        raise Failed("a second render changed files: %s" % worktree.git("show", "--stat", "HEAD"))
+    before = helm_revisions(cluster)
+    reconcile(cluster, "GitRepository", SOURCE)
+    again = [reconcile(cluster, "Kustomization", o["metadata"]["name"]) for o in items if o["kind"] == "Kustomization"]
+    moved = [o["metadata"]["name"] for o in again if o["status"].get("lastAppliedRevision") != revision]
+    if moved or helm_revisions(cluster) != before:
+        raise Failed("a second render and push applied something new: %s %s" % (moved, helm_revisions(cluster)))
+    say("4. a second render and push: nothing to commit, no new revision, Helm revisions %s" % before)
+
+    for kind, name, namespace, unit in (("clusterqueue.kueue.x-k8s.io", "vision", None, "scheduling-config"),
+                                        ("configmap", "time-slicing-config", "gpu-operator", "gpu-sharing")):
+        scope = ["-n", namespace] if namespace else []
+        kubectl(cluster, *scope, "delete", kind, name, "--wait=true")
+        reconcile(cluster, "Kustomization", "gpu-platform-" + unit)
+        if kubectl(cluster, *scope, "get", kind, name, check=False).returncode != 0:
+            raise Failed("%s %s deleted by hand was not put back by gpu-platform-%s" % (kind, name, unit))
+    say("5. a ClusterQueue and the time-slicing ConfigMap deleted by hand: put back")
+
+    render(cluster, folder, "network_operator_chart_version=" + CURRENT_NETWORK_OPERATOR)
+    bumped = commit_folder(worktree, "Network Operator %s" % CURRENT_NETWORK_OPERATOR)
+    if bumped is None:
+        raise Failed("bumping the Network Operator's pin changed no file")
+    changed = worktree.git("show", "--name-only", "--format=", "HEAD").split()
+    reconcile(cluster, "GitRepository", SOURCE)
+    items = wait_all_ready(cluster, expected, bumped)
+    release = next(o for o in items if o["kind"] == "HelmRelease" and o["metadata"]["name"] == "network-operator")
+    history = release["status"].get("history") or []
+    if not history or history[0].get("chartVersion") != CURRENT_NETWORK_OPERATOR:
+        raise Failed("the network-operator HelmRelease is not at %s: %s" % (CURRENT_NETWORK_OPERATOR, history[:2]))
+    revisions = helm_revisions(cluster)
+    if revisions.get("nvidia-network-operator/network-operator") != [1, 2] or any(
+            v != before[k] for k, v in revisions.items() if k != "nvidia-network-operator/network-operator"):
+        raise Failed("the bump should upgrade the Network Operator alone: %s (before %s)" % (revisions, before))
+    image = json.loads(kubectl(cluster, "-n", "nvidia-network-operator", "get", "deployment", "network-operator",
+                               "-o", "json").stdout)["spec"]["template"]["spec"]["containers"][0]["image"]
+    if not image.endswith(":" + CURRENT_NETWORK_OPERATOR):
+        raise Failed("the Network Operator runs %s after the bump" % image)
+    order = applied_order(items)
+    if order["gpu-platform-network-operator"] > order["gpu-platform-network-config"]:
+        raise Failed("the NicClusterPolicy's unit was applied before the Network Operator's: %s" % order)
+    say("6. %s changed; network-operator upgraded to %s (Helm revision 2), units applied in order: %s"
+        % (", ".join(changed), CURRENT_NETWORK_OPERATOR, " -> ".join(sorted(order, key=order.get))))
+    return items
+
+
+def applied_order(items):
+    """{unit Kustomization: when its Ready condition last changed (its latest apply, RFC 3339)}."""
+    return {o["metadata"]["name"]: ready_condition(o).get("lastTransitionTime", "") for o in items
+            if o["kind"] == "Kustomization" and o["metadata"]["name"] != ROOT_NAME}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--keep", action="store_true", help="leave the cluster running (build/gitops-cluster)")
+    args = parser.parse_args(argv)
+    cluster = LocalCluster(CLUSTER_DIR)
+    env = cluster.env()
+    cluster_command("down", env=env)
+    up = cluster_command("up", "--gitops", env=env)
+    if up.returncode != 0:
+        print("gitops-test: the local control plane with Flux did not start:\n%s%s" % (up.stdout[-3000:], up.stderr[-3000:]),
+              file=sys.stderr)
+        return 1
+    shutil.rmtree(OUT, ignore_errors=True)
+    (OUT / "work").mkdir(parents=True)
+    try:
+        items = run(cluster, OUT / "work")
+    except (Failed, AssertionError) as exc:
+        print("gitops-test: FAILED: %s" % exc, file=sys.stderr)
+        return 1
+    finally:
+        try:
+            (OUT / "status.json").write_text(json.dumps({"items": flux_list(cluster)}, indent=1))
+        except AssertionError as exc:
+            print("gitops-test: could not read the Flux objects for status.json: %s" % exc, file=sys.stderr)
+        if not args.keep:
+            cluster_command("down", env=env)
+    kustomizations = [o for o in items if o["kind"] == "Kustomization"]
+    releases = [o for o in items if o["kind"] == "HelmRelease"]
+    print("gitops: %d/%d Kustomizations Ready, %d/%d HelmReleases Ready"
+          % (sum(map(is_ready, kustomizations)), len(kustomizations), sum(map(is_ready, releases)), len(releases)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
