@@ -285,7 +285,7 @@ def applied_order(items):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--keep", action="store_true", help="leave the cluster running (build/gitops-cluster)")
     args = parser.parse_args(argv)
     cluster = LocalCluster(CLUSTER_DIR)
