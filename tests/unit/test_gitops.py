@@ -31,14 +31,17 @@ def test_flux_repository_chart():
     assert spec["chart"]["spec"]["version"] == "v26.7.0"
     assert spec["chart"]["spec"]["sourceRef"] == {"kind": "HelmRepository", "name": kinds["HelmRepository"]["metadata"]["name"]}
     assert spec["values"] == VALUES
-    assert spec["install"]["disableWait"] is True and "remediation" not in spec["install"]
+    assert spec["install"]["disableWait"] is True
+    assert spec["install"]["remediation"] == {"retries": 3}, "a failed install is retried"
+    assert spec["upgrade"]["remediation"] == {"retries": 3, "strategy": "rollback"}, "a failed upgrade rolled back"
 
 
 def test_flux_wait_atomic_and_timeout():
     spec = by_kind(gitops.render(request(wait=True, atomic=True, wait_timeout="10m")))["HelmRelease"]["spec"]
     assert spec["timeout"] == "600s"
     assert spec["install"]["disableWait"] is False
-    assert spec["upgrade"]["remediation"] == {"retries": 3, "strategy": "rollback"}
+    assert spec["install"]["remediation"] == {"retries": 3, "remediateLastFailure": True}
+    assert spec["upgrade"]["remediation"] == {"retries": 3, "strategy": "rollback", "remediateLastFailure": True}
 
 
 def test_flux_oci_chart():

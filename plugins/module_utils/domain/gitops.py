@@ -57,9 +57,13 @@ def render_flux(request):
         "upgrade": {"crds": "CreateReplace", "disableWait": not request.wait},
         "values": request.values,
     }
+    # A failed install is uninstalled and retried, a failed upgrade rolled back and retried; atomic also undoes
+    # the last failed attempt (Flux leaves it in place by default), as helm --atomic would.
+    spec["install"]["remediation"] = {"retries": 3}
+    spec["upgrade"]["remediation"] = {"retries": 3, "strategy": "rollback"}
     if request.atomic:
-        spec["install"]["remediation"] = {"retries": 3}
-        spec["upgrade"]["remediation"] = {"retries": 3, "strategy": "rollback"}
+        spec["install"]["remediation"]["remediateLastFailure"] = True
+        spec["upgrade"]["remediation"]["remediateLastFailure"] = True
     if chart.kind == OCI:
         source = {
             "apiVersion": FLUX_SOURCE, "kind": "OCIRepository",
