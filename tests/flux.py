@@ -13,9 +13,8 @@ from pathlib import Path
 import yaml
 
 from scripts.local_cluster.processes import tail
-from tests.local_cluster import ROOT
+from tests.local_cluster import kubectl
 
-KUBECTL = ROOT / "tools" / "bin" / "kubectl"
 CONVERGE_TIMEOUT = 300
 CONTROLLER = {"GitRepository": "source-controller", "HelmRepository": "source-controller",
               "HelmChart": "source-controller", "Kustomization": "kustomize-controller",
@@ -25,15 +24,6 @@ RESOURCE = {"GitRepository": "gitrepository.source.toolkit.fluxcd.io",
             "HelmChart": "helmchart.source.toolkit.fluxcd.io",
             "Kustomization": "kustomization.kustomize.toolkit.fluxcd.io",
             "HelmRelease": "helmrelease.helm.toolkit.fluxcd.io", "ConfigMap": "configmap"}
-
-
-def kubectl(cluster, *args, stdin=None, check=True):
-    env = dict(os.environ, KUBECONFIG=cluster.kubeconfig, HOME=str(cluster.dir / "kubectl-home"))
-    proc = subprocess.run([str(KUBECTL), *args], input=stdin, capture_output=True, text=True, env=env, timeout=120,
-                          check=False)
-    if check and proc.returncode != 0:
-        raise AssertionError("kubectl %s failed: %s" % (" ".join(args), proc.stderr))
-    return proc
 
 
 def get(cluster, kind, name, namespace):

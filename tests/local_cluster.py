@@ -59,6 +59,17 @@ class LocalCluster:
         return env
 
 
+def kubectl(cluster, *args, stdin=None, check=True):
+    """Run the pinned kubectl (tools/bin) against ``cluster``; with ``check``, a failure is an AssertionError
+    with kubectl's message. Returns the CompletedProcess (text)."""
+    env = dict(os.environ, KUBECONFIG=cluster.kubeconfig, HOME=str(cluster.dir / "kubectl-home"))
+    proc = subprocess.run([str(ROOT / "tools" / "bin" / "kubectl"), *args], input=stdin, capture_output=True,
+                          text=True, env=env, timeout=120, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError("kubectl %s failed: %s" % (" ".join(args), proc.stderr))
+    return proc
+
+
 def cluster_command(*args, env=None, timeout=1800):
     """Run ``python -m scripts.local_cluster ARGS``; returns the CompletedProcess (text)."""
     return subprocess.run([sys.executable, "-m", "scripts.local_cluster", *args], cwd=str(ROOT), env=env,

@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,19 +18,9 @@ import yaml
 
 from scripts.local_cluster.processes import alive
 from tests.fakes.helpers import wait_until
-from tests.local_cluster import ROOT, LocalCluster, cluster_command
+from tests.local_cluster import LocalCluster, cluster_command, kubectl
 
-KUBECTL = ROOT / "tools" / "bin" / "kubectl"
 pytestmark = pytest.mark.slow
-
-
-def kubectl(cluster, *args, stdin=None, check=True):
-    env = dict(os.environ, KUBECONFIG=cluster.kubeconfig, HOME=str(cluster.dir / "kubectl-home"))
-    proc = subprocess.run([str(KUBECTL), *args], input=stdin, capture_output=True, text=True, env=env, timeout=120,
-                          check=False)
-    if check and proc.returncode != 0:
-        raise AssertionError("kubectl %s failed: %s" % (" ".join(args), proc.stderr))
-    return proc
 
 
 def test_readyz_lists_etcd_and_reports_the_pinned_version(local_cluster):

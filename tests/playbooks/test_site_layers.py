@@ -83,12 +83,17 @@ def test_monitoring_applies_what_the_cluster_serves_and_says_what_it_skips(direc
     assert skipped.startswith("Monitoring: PrometheusRule skipped") and "does not serve" in skipped
 
 
-def test_the_demo_bundle_has_every_layer(render_site, shared_dir):
-    runner, out = render_site
+def demo_choices():
+    """The offline default inventory's choices (what `make demo` renders), without its render folder."""
     path = os.path.join(os.path.dirname(__file__), "..", "..", "inventories", "local", "group_vars", "all",
                         "platform.yml")
     with open(path, encoding="utf-8") as handle:
-        choices = {k: v for k, v in yaml.safe_load(handle).items() if k != "gpu_platform_render_to"}
+        return {k: v for k, v in yaml.safe_load(handle).items() if k != "gpu_platform_render_to"}
+
+
+def test_the_demo_bundle_has_every_layer(render_site, shared_dir):
+    runner, out = render_site
+    choices = demo_choices()
     result = runner.run(**choices)
     assert result.failed == 0, result.failure_messages()
     files = bundle(out)
@@ -161,10 +166,7 @@ def test_dra_is_refused_before_any_write(direct_site, over, cluster, words):
 def test_the_demo_bundle_applies_in_order(render_site, fmt):
     """The static check of the order (tests/schema/bundle_order.py) passes for the demo bundle in both formats."""
     runner, out = render_site
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "inventories", "local", "group_vars", "all",
-                        "platform.yml")
-    with open(path, encoding="utf-8") as handle:
-        choices = {k: v for k, v in yaml.safe_load(handle).items() if k != "gpu_platform_render_to"}
+    choices = demo_choices()
     result = runner.run(**dict(choices, gpu_platform_render_format=fmt))
     assert result.failed == 0, result.failure_messages()
     assert order_problems(out) == []
