@@ -43,6 +43,9 @@ from tests.schema.bundle_order import order_problems
 CLUSTER_DIR = ROOT / "build" / "gitops-cluster"
 OUT = ROOT / "build" / "gitops"
 INVENTORY = ROOT / "inventories" / "cluster"
+# Where the inventory pulls nvcr.io's images from.
+MIRROR = yaml.safe_load((INVENTORY / "group_vars" / "all" / "platform.yml").read_text(encoding="utf-8"))[
+    "gpu_platform_image_mirrors"]["nvcr.io"]
 PREVIOUS_NETWORK_OPERATOR = "26.4.0"
 CURRENT_NETWORK_OPERATOR = "26.4.1"
 CONVERGE = 900  # seconds for the whole platform to become Ready
@@ -231,6 +234,8 @@ def run(cluster, work):
     if missing:
         raise Failed("objects of the bundle not on the cluster: %s" % ", ".join(missing))
 
+    say("3b. images from the inventory's mirror: %s" % mirrored_images(cluster))
+
     render(cluster, folder, "network_operator_chart_version=" + PREVIOUS_NETWORK_OPERATOR)
     if commit_folder(worktree, "rendered again") is not None:
         raise Failed("a second render changed files: %s" % worktree.git("show", "--stat", "HEAD"))
@@ -276,6 +281,28 @@ def run(cluster, work):
     say("6. %s changed; network-operator upgraded to %s (Helm revision 2), units applied in order: %s"
         % (", ".join(changed), CURRENT_NETWORK_OPERATOR, " -> ".join(sorted(order, key=order.get))))
     return items
+
+
+def mirrored_images(cluster):
+    """The images the charts' Deployments, the GPU Operator's driver and the NicClusterPolicy's components name on
+    the cluster: each must be on the inventory's mirror (inventories/cluster: gpu_platform_image_mirrors)."""
+    found = {}
+    for namespace, name in (("gpu-operator", "gpu-operator"), ("nvidia-network-operator", "network-operator")):
+        deployment = json.loads(kubectl(cluster, "-n", namespace, "get", "deployment", name, "-o", "json").stdout)
+        found["deployment/" + name] = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+    policy = json.loads(kubectl(cluster, "get", "clusterpolicies.nvidia.com", "cluster-policy", "-o", "json").stdout)
+    found["clusterpolicy driver"] = policy["spec"]["driver"]["repository"]
+    nic = json.loads(kubectl(cluster, "get", "nicclusterpolicies.mellanox.com", "nic-cluster-policy", "-o",
+                             "json").stdout)["spec"]
+    for key, value in sorted(nic.items()):
+        if isinstance(value, dict) and "repository" in value:
+            found["nicclusterpolicy " + key] = value["repository"]
+    for key, value in sorted(nic.get("secondaryNetwork", {}).items()):
+        found["nicclusterpolicy secondaryNetwork." + key] = value["repository"]
+    wrong = {k: v for k, v in found.items() if not v.startswith(MIRROR + "/")}
+    if wrong:
+        raise Failed("images not pulled from the mirror %s: %s" % (MIRROR, wrong))
+    return "%d of %d (e.g. %s)" % (len(found), len(found), found["deployment/gpu-operator"])
 
 
 def applied_order(items):

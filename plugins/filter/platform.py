@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import bundle, versions
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import bundle, images, versions
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError
 
 
@@ -41,9 +41,34 @@ def gitops_layout(unit_files, fmt="flux", path="./platform", source=None, interv
         raise AnsibleFilterError(exc.msg)
 
 
+def image_mirror(reference, mirrors, field=images.FIELD):
+    """``reference`` (an image or a repository) pulled from its registry's mirror; unchanged without one."""
+    try:
+        return images.mirror(reference, images.check_mirrors(mirrors, field))
+    except ParamError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+def image_mirrors_check(named):
+    """{variable name: mirrors} checked all at once; fails listing every bad entry."""
+    try:
+        return images.check_all(named)
+    except ParamError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+def chart_image_mirrors(chart, mirrors, field=images.FIELD):
+    """The chart values that move ``chart``'s images to the mirrors ({} without a mirror for them)."""
+    try:
+        return images.chart_values(chart, images.check_mirrors(mirrors, field))
+    except ParamError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
 class FilterModule:
     """Platform filters."""
 
     def filters(self):
         return {"version_matrix_check": version_matrix_check, "bundle_unit": bundle_unit,
-                "gitops_layout": gitops_layout}
+                "gitops_layout": gitops_layout, "image_mirror": image_mirror,
+                "chart_image_mirrors": chart_image_mirrors, "image_mirrors_check": image_mirrors_check}

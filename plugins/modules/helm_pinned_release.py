@@ -115,6 +115,23 @@ options:
     description: The reconcile interval of the rendered Flux C(HelmRelease) and C(OCIRepository).
     type: str
     default: 10m
+  depends_on:
+    description:
+      - With O(render_to) and O(render_format=flux), the C(HelmRelease)s this one waits for (Flux's
+        C(spec.dependsOn)); Flux installs or upgrades this release only when each of them is Ready.
+      - Argo CD has no such field; its sync waves order the bundle's units instead.
+      - Ignored without O(render_to); on a cluster the play's order is the dependency.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The release's name.
+        type: str
+        required: true
+      namespace:
+        description: Its namespace; defaults to O(release_namespace).
+        type: str
 notes:
   - "Helm runs on the host that runs the task; for a cluster task that is usually the controller
     (C(connection: local) or C(delegate_to: localhost))."
@@ -180,6 +197,10 @@ EXAMPLES = r"""
     namespace_labels:
       pod-security.kubernetes.io/enforce: privileged
     render_to: "{{ playbook_dir }}/build/platform"
+    # Flux installs it once the Network Operator's HelmRelease is Ready.
+    depends_on:
+      - name: network-operator
+        namespace: nvidia-network-operator
 
 - name: Render an Argo CD Application instead
   gpu_platform.cluster.helm_pinned_release:
@@ -267,6 +288,10 @@ ARGUMENT_SPEC = shared.combine(
     plain_http={"type": "bool", "default": False},
     argocd_namespace={"type": "str", "default": "argocd"},
     flux_interval={"type": "str", "default": "10m"},
+    depends_on={"type": "list", "elements": "dict", "default": [], "options": {
+        "name": {"type": "str", "required": True},
+        "namespace": {"type": "str"},
+    }},
 )
 
 

@@ -110,6 +110,15 @@ options:
     description: Namespace of the Network Operator (where NV-IPAM pools live).
     type: str
     default: nvidia-network-operator
+  image_mirrors:
+    description:
+      - Registry mirrors for the component images, a map of registry to mirror, for example
+        C(nvcr.io) to C(harbor.example.com/nvcr). An image of a listed registry is pulled from its mirror
+        (C(nvcr.io/nvidia/mellanox) becomes C(harbor.example.com/nvcr/nvidia/mellanox)); the image names
+        and the pinned versions do not change.
+      - A mirror is C(host[:port][/path]), without a scheme or credentials.
+    type: dict
+    default: {}
   state:
     description: V(present) applies; V(absent) removes the policy and the network objects.
     type: str
@@ -149,6 +158,17 @@ EXAMPLES = r"""
     ip_range: 10.10.0.0/16
     ipoib_master: ibs1f0
     render_to: "{{ playbook_dir }}/build/platform"
+
+- name: An air-gapped cluster, the component images pulled from a Harbor proxy of nvcr.io
+  gpu_platform.cluster.nic_cluster_policy:
+    mode: rdma_shared
+    network_operator_version: 26.4.1
+    ip_range: 192.168.100.0/24
+    selectors:
+      vendors: ["15b3"]
+      interfaces: [ibs1f0]
+    image_mirrors:
+      nvcr.io: harbor.example.com/nvcr
 """
 
 RETURN = r"""
@@ -214,6 +234,7 @@ ARGUMENT_SPEC = shared.combine(
     nv_ipam_pool={"type": "str"},
     nv_ipam_block_size={"type": "int"},
     operator_namespace={"type": "str", "default": "nvidia-network-operator"},
+    image_mirrors={"type": "dict", "default": {}},
     state={"type": "str", "choices": ["present", "absent"], "default": "present"},
 )
 

@@ -111,10 +111,13 @@ class SimulatedGpuOperator(Controller):
         labels = {"app": name, "app.kubernetes.io/part-of": "nvidia-gpu"}
         if name in self.never_ready:
             labels[NEVER_READY] = "true"
-        image = "nvcr.io/nvidia/" + name
+        # As the real operator does: the operand's image from its ClusterPolicy section's repository (the chart's
+        # default nvcr.io/nvidia, or a mirror the platform set).
+        repository = (spec.get(component) or {}).get("repository") or "nvcr.io/nvidia"
+        image = "%s/%s" % (repository, name)
         version = (spec.get("driver") or {}).get("version") if component == "driver" else None
         if version:
-            image = "nvcr.io/nvidia/driver:%s-ubuntu24.04" % version
+            image = "%s/driver:%s-ubuntu24.04" % (repository, version)
         return {"metadata": {"labels": labels},
                 "spec": {"nodeSelector": {GPU_NODE_LABEL: "true"}, "containers": [{"name": name, "image": image}]}}
 

@@ -173,6 +173,9 @@ def test_the_demo_bundle_applies_in_order(render_site, fmt):
     units = sorted(kustomizations(out))
     assert units == ["", "dra-driver", "gpu-operator", "gpu-sharing", "monitoring", "network-config",
                      "network-operator", "scheduling", "scheduling-config", "smoke"]
+    if fmt == "flux":
+        release = bundle(out)["helmrelease-gpu-operator-gpu-operator.yaml"]
+        assert release["spec"]["dependsOn"] == [{"name": "network-operator", "namespace": "nvidia-network-operator"}]
 
 
 def test_the_order_check_fails_on_a_flat_bundle(tmp_path):
@@ -183,7 +186,7 @@ def test_the_order_check_fails_on_a_flat_bundle(tmp_path):
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "nvidia-network-operator"}},
         {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
          "metadata": {"name": "network-operator", "namespace": "nvidia-network-operator"},
-         "spec": {"install": {"disableWait": True}}},
+         "spec": {"install": {"disableWait": True}, "dependsOn": [{"name": "gpu-operator", "namespace": "gpu-operator"}]}},
         {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy", "metadata": {"name": "nic-cluster-policy"}},
         {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
          "metadata": {"name": "dcgm", "namespace": "gpu-operator"}}]
@@ -200,3 +203,5 @@ def test_the_order_check_fails_on_a_flat_bundle(tmp_path):
     assert "all/NicClusterPolicy /nic-cluster-policy: its CRD comes with the network-operator chart (all)" in problems
     assert "all/ServiceMonitor gpu-operator/dcgm: its Namespace gpu-operator is not applied before it" in problems
     assert "all/HelmRelease nvidia-network-operator/network-operator: disableWait" in problems
+    assert ("all/HelmRelease nvidia-network-operator/network-operator: dependsOn the HelmRelease gpu-operator/"
+            "gpu-operator, which is not in the bundle") in problems

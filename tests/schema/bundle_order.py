@@ -10,7 +10,8 @@ waves) and returns one line per problem:
   after it (the server-side dry-run of that unit fails with "no matches for kind"); with Argo CD, such a resource
   without ``SkipDryRunOnMissingResource=true``;
 * a resource of a CRD from outside the platform (the Prometheus Operator's) in a unit another unit waits for;
-* a HelmRelease with ``disableWait`` (Flux would call the chart ready before its workloads are).
+* a HelmRelease with ``disableWait`` (Flux would call the chart ready before its workloads are), or whose
+  ``dependsOn`` names a HelmRelease that is not in the bundle or not in a unit applied before (or with) its own.
 
 "Before" is ``dependsOn`` (transitively) with Flux, a lower sync wave with Argo CD. Which chart brings which API
 group is read from the charts' CRD files the local control plane serves (scripts/local_cluster CHART_CRDS).
@@ -94,6 +95,8 @@ def order_problems(root):
                   if obj["kind"] in ("HelmRelease", "Application")}
     namespace_unit = {obj["metadata"]["name"]: unit for unit, objs in units.items() for obj in objs
                       if obj["kind"] == "Namespace"}
+    release_unit = {(obj["metadata"].get("namespace"), obj["metadata"]["name"]): unit for unit, objs in units.items()
+                    for obj in objs if obj["kind"] == "HelmRelease"}
     waited_for = {dep for unit in units for dep in after[unit]} if fmt == "flux" else set()
     for unit, objs in units.items():
         for obj in objs:
@@ -116,6 +119,14 @@ def order_problems(root):
             if group in EXTERNAL_GROUPS and unit in waited_for:
                 problems.append("%s: its CRD comes from %s, outside the platform, and other units wait for %s"
                                 % (what, EXTERNAL_GROUPS[group], unit))
+            for dep in (obj["spec"].get("dependsOn") or []) if obj["kind"] == "HelmRelease" else []:
+                key = (dep.get("namespace") or namespace, dep["name"])
+                if key not in release_unit:
+                    problems.append("%s: dependsOn the HelmRelease %s/%s, which is not in the bundle (Flux would "
+                                    "wait for it forever)" % ((what,) + key))
+                elif release_unit[key] not in {unit} | after[unit]:
+                    problems.append("%s: dependsOn the HelmRelease %s/%s of %s, which is not applied before it"
+                                    % ((what,) + key + (release_unit[key],)))
             if obj["kind"] == "HelmRelease" and any((obj["spec"].get(k) or {}).get("disableWait")
                                                     for k in ("install", "upgrade")):
                 problems.append("%s: disableWait: Flux would count it ready before its workloads are" % what)

@@ -98,3 +98,28 @@ def test_file_names_are_stable_and_cover_both_formats():
                      "helmrelease-gpu-operator-gpu-operator.yaml"}
     assert "helmrelease-gpu-operator-gpu-operator.yaml" in gitops.all_file_names(req)
     assert "application-argocd-gpu-operator.yaml" in gitops.all_file_names(req)
+
+
+def test_flux_depends_on_other_releases():
+    spec = by_kind(gitops.render(request(depends_on=[
+        {"name": "network-operator", "namespace": "nvidia-network-operator"}, {"name": "nfd"},
+        {"name": "nfd", "namespace": "gpu-operator"}])))["HelmRelease"]["spec"]
+    assert spec["dependsOn"] == [{"name": "nfd", "namespace": "gpu-operator"},
+                                 {"name": "network-operator", "namespace": "nvidia-network-operator"}], \
+        "the namespace defaults to the release's own; duplicates go"
+    assert "dependsOn" not in by_kind(gitops.render(request()))["HelmRelease"]["spec"]
+    app = gitops.render(request(render_format="argocd", depends_on=[{"name": "network-operator"}]))[0]
+    assert "dependsOn" not in str(app), "Argo CD has no such field: the bundle's waves order the units"
+
+
+@pytest.mark.parametrize("depends_on, field", [
+    ("network-operator", "depends_on"),
+    ([{"name": "Network_Operator"}], "depends_on[0].name"),
+    ([{"name": "a", "namespace": "Bad NS"}], "depends_on[0].namespace"),
+    ([{"name": "a", "kind": "HelmRelease"}], "depends_on[0]"),
+    ([{"name": "gpu-operator"}], "depends_on"),  # itself
+])
+def test_bad_depends_on_is_refused(depends_on, field):
+    with pytest.raises(d.ParamError) as err:
+        request(depends_on=depends_on)
+    assert err.value.field == field

@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate, versions
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import images, validate, versions
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 CHART_NAME = "nvidia-dra-driver-gpu"
@@ -101,6 +101,7 @@ RECOMMENDED_SOURCE = ("https://docs.nvidia.com/datacenter/cloud-native/gpu-opera
 DRIVER_SOURCE = ("https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/dra-intro-install.html "
                  "(Prerequisites: NVIDIA Driver version 580 or later)")
 
+CHART = "nvidia-dra-driver-gpu"
 FIELDS = {
     "enabled": "dra_driver_enabled",
     "driver_root": "dra_driver_driver_root",
@@ -108,6 +109,7 @@ FIELDS = {
     "compute_domains_enabled": "dra_driver_compute_domains_enabled",
     "node_selector": "dra_driver_node_selector",
     "image_pull_secrets": "dra_driver_image_pull_secrets",
+    "image_mirrors": "dra_driver_image_mirrors",
     "namespace": "dra_driver_smoke_namespace",
     "name": "dra_driver_smoke_name",
     "image": "dra_driver_smoke_image",
@@ -297,6 +299,8 @@ def values(settings):
     if secrets:
         out["imagePullSecrets"] = [{"name": validate.dns_label(FIELDS["image_pull_secrets"], s, 253)}
                                    for s in secrets]
+    out.update(images.chart_values(CHART, images.check_mirrors(settings.get("image_mirrors"),
+                                                                FIELDS["image_mirrors"])))
     return out
 
 

@@ -61,6 +61,8 @@ def render_flux(request):
     # the last failed attempt (Flux leaves it in place by default), as helm --atomic would.
     spec["install"]["remediation"] = {"retries": 3}
     spec["upgrade"]["remediation"] = {"retries": 3, "strategy": "rollback"}
+    if request.depends_on:
+        spec["dependsOn"] = [{"name": name, "namespace": namespace} for namespace, name in request.depends_on]
     if request.atomic:
         spec["install"]["remediation"]["remediateLastFailure"] = True
         spec["upgrade"]["remediation"]["remediateLastFailure"] = True

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import re
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade, images, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm_release import deep_merge
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
@@ -115,6 +115,8 @@ def build_values(settings):
         names = [validate.dns_label("gpu_operator_image_pull_secrets", s, 253) for s in secrets]
         for component in PULL_SECRET_COMPONENTS:
             values.setdefault(component, {})["imagePullSecrets"] = list(names)
+    values = deep_merge(values, images.chart_values("gpu-operator", images.check_mirrors(
+        settings.get("image_mirrors"), "gpu_operator_image_mirrors")))
     extra = settings.get("extra_values") or {}
     if not isinstance(extra, dict):
         raise ParamError("gpu_operator_extra_values", "must be a dictionary of chart values",

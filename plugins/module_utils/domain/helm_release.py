@@ -65,6 +65,8 @@ class ReleaseRequest:
     argocd_namespace: str = "argocd"
     flux_interval: str = "10m"
     plain_http: bool = False
+    # Flux: the HelmReleases ((namespace, name)) this one waits for.
+    depends_on: tuple = ()
 
 
 def classify_chart(chart_ref, chart_repo_url, local_kind=None):
@@ -139,6 +141,25 @@ def normalize(values):
     return json.loads(json.dumps(values or {}, sort_keys=True))
 
 
+def depends_on(value, namespace):
+    """The releases a rendered HelmRelease waits for: a list of {name, namespace} (namespace defaults to the
+    release's own), as sorted (namespace, name) pairs without duplicates."""
+    if value in (None, ""):
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise ParamError("depends_on", "%r is not a list of releases" % (value,),
+                         "give a list such as [{name: network-operator, namespace: nvidia-network-operator}]")
+    out = set()
+    for index, item in enumerate(value):
+        field_name = "depends_on[%d]" % index
+        if not isinstance(item, dict) or set(item) - {"name", "namespace"}:
+            raise ParamError(field_name, "%r is not {name, namespace}" % (item,),
+                             "give the release's name and, if it is in another namespace, its namespace")
+        out.add((validate.dns_label(field_name + ".namespace", item.get("namespace") or namespace),
+                 validate.release_name(field_name + ".name", item.get("name"))))
+    return tuple(sorted(out))
+
+
 def build_request(params, local_kind=None):
     """Validate module parameters into a ReleaseRequest (without values files, which need I/O)."""
     name = validate.release_name("release_name", params.get("release_name"))
@@ -159,6 +180,7 @@ def build_request(params, local_kind=None):
         render_to=params.get("render_to") or None, render_format=render_format,
         argocd_namespace=validate.dns_label("argocd_namespace", params.get("argocd_namespace") or "argocd"),
         plain_http=bool(params.get("plain_http")),
+        depends_on=depends_on(params.get("depends_on"), namespace),
     )
     if state == "absent":
         return ReleaseRequest(chart=None, version="", values={}, **common)
@@ -168,6 +190,9 @@ def build_request(params, local_kind=None):
     if digest and chart.kind == LOCAL_DIR:
         raise ParamError("chart_sha256", "cannot be checked for a chart directory",
                          "package the chart (helm package) and give the .tgz, or drop chart_sha256")
+    if (name and (namespace, name) in common["depends_on"]):
+        raise ParamError("depends_on", "names the release itself (%s/%s)" % (namespace, name),
+                         "list only the releases this one needs")
     if common["render_to"] and chart.is_local:
         raise ParamError("chart_ref", "a local chart cannot be delivered through GitOps (render_to)",
                          "publish the chart to a repository or OCI registry and reference it there")

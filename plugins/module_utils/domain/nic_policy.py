@@ -28,6 +28,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import images as image_mirrors
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
@@ -155,10 +156,12 @@ class NicPolicyRequest:
     nv_ipam_block_size: int | None
     operator_namespace: str
     warnings: tuple = field(default=())
+    # (registry, mirror) pairs: the component images are pulled from these mirrors, pins unchanged.
+    mirrors: tuple = field(default=())
 
     @property
     def images(self):
-        return COMPONENT_IMAGES[self.network_operator_version]
+        return image_mirrors.policy_images(COMPONENT_IMAGES[self.network_operator_version], dict(self.mirrors))
 
     @property
     def resource(self):
@@ -426,6 +429,7 @@ def build_request(params):
     else:
         pool = None
     block = _block_size(params.get("nv_ipam_block_size"), ipam, network)
+    mirrors = image_mirrors.check_mirrors(params.get("image_mirrors"), "image_mirrors")
     warnings = []
     if ipam == WHEREABOUTS and "ipamPlugin" not in COMPONENT_IMAGES[version]:
         warnings.append("Network Operator %s no longer deploys whereabouts from the NicClusterPolicy (deprecated "
@@ -435,7 +439,7 @@ def build_request(params):
         ip_gateway=gateway, vendors=vendors, device_ids=device_ids, interfaces=interfaces, link_type=link_type,
         rdma_hca_max=rdma_hca_max, resource_name=resource_name, network_name=network_name,
         network_namespace=network_namespace, master=master, nv_ipam_pool=pool, nv_ipam_block_size=block,
-        operator_namespace=operator_namespace, warnings=tuple(warnings))
+        operator_namespace=operator_namespace, warnings=tuple(warnings), mirrors=tuple(sorted(mirrors.items())))
 
 
 def _json(obj):

@@ -1,0 +1,109 @@
+"""Image registry mirrors (module_utils/domain/images.py): the map's rules and the rewrite that keeps the pins."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import images, nic_policy
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+
+MIRRORS = {"nvcr.io": "harbor.example.com/nvcr", "docker.io": "harbor.example.com:8443/hub"}
+
+
+@pytest.mark.parametrize("reference, expected", [
+    ("nvcr.io/nvidia/driver:595.91.07", "harbor.example.com/nvcr/nvidia/driver:595.91.07"),
+    ("nvcr.io/nvidia", "harbor.example.com/nvcr/nvidia"),  # a chart's repository value
+    ("nvcr.io/nvidia/cuda@sha256:" + "a" * 64, "harbor.example.com/nvcr/nvidia/cuda@sha256:" + "a" * 64),
+    ("docker.io/library/busybox:1.37.0", "harbor.example.com:8443/hub/library/busybox:1.37.0"),
+    ("busybox:1.37.0", "harbor.example.com:8443/hub/library/busybox:1.37.0"),  # Docker Hub's short forms
+    ("bitnami/kubectl:1.35", "harbor.example.com:8443/hub/bitnami/kubectl:1.35"),
+    ("ghcr.io/nvidia/kai:v0.10.0", "ghcr.io/nvidia/kai:v0.10.0"),  # no mirror for ghcr.io
+    ("localhost:5000/x:1", "localhost:5000/x:1"),
+    ("", ""),
+])
+def test_mirror_moves_the_registry_and_keeps_path_tag_and_digest(reference, expected):
+    assert images.mirror(reference, images.check_mirrors(MIRRORS)) == expected
+
+
+def test_no_mirrors_changes_nothing():
+    assert images.mirror("nvcr.io/nvidia/driver:1", {}) == "nvcr.io/nvidia/driver:1"
+    assert images.chart_values("gpu-operator", {}) == {}
+    assert images.check_mirrors(None) == {} and images.check_mirrors("") == {}
+
+
+def test_keys_are_normalised_and_a_trailing_slash_dropped():
+    assert images.check_mirrors({" NVCR.IO ": "harbor.example.com/nvcr/"}) == {"nvcr.io": "harbor.example.com/nvcr"}
+
+
+@pytest.mark.parametrize("mirrors, field, words", [
+    (["nvcr.io"], "gpu_platform_image_mirrors", "not a map"),
+    ({"https://nvcr.io": "h.example.com"}, "gpu_platform_image_mirrors.https://nvcr.io", "not a registry host"),
+    ({"nvcr.io/nvidia": "h.example.com"}, "gpu_platform_image_mirrors.nvcr.io/nvidia", "not a registry host"),
+    ({"nvcr.io": ""}, "gpu_platform_image_mirrors.nvcr.io", "empty"),
+    ({"nvcr.io": 5}, "gpu_platform_image_mirrors.nvcr.io", "empty"),
+    ({"nvcr.io": "https://h.example.com/nvcr"}, "gpu_platform_image_mirrors.nvcr.io", "has a scheme"),
+    ({"nvcr.io": "harbor/nvcr"}, "gpu_platform_image_mirrors.nvcr.io", "does not start with a registry host"),
+    ({"nvcr.io": "h.example.com/NVCR"}, "gpu_platform_image_mirrors.nvcr.io", "not a registry path"),
+    ({"nvcr.io": "h.example.com/nvcr:v1"}, "gpu_platform_image_mirrors.nvcr.io", "not a registry path"),
+])
+def test_bad_maps_are_refused_naming_the_entry(mirrors, field, words):
+    with pytest.raises(ParamError) as err:
+        images.check_mirrors(mirrors)
+    assert err.value.field == field and words in err.value.msg and "Fix:" in err.value.msg
+
+
+def test_credentials_in_a_mirror_are_refused_and_never_echoed():
+    with pytest.raises(ParamError) as err:
+        images.check_mirrors({"nvcr.io": "https://robot:s3cr3t@harbor.example.com/nvcr"})
+    assert "credentials" in err.value.msg and "s3cr3t" not in err.value.msg and "robot" not in err.value.msg
+
+
+def test_every_bad_setting_is_reported_at_once():
+    with pytest.raises(ParamError) as err:
+        images.check_all({"gpu_platform_image_mirrors": {"nvcr.io": "x"}, "peermem_image_mirrors": {"a b": "h.io"},
+                          "smoke_tests_image_mirrors": MIRRORS})
+    assert err.value.field == "gpu_platform_image_mirrors.nvcr.io, peermem_image_mirrors.a b"
+    assert "2 mirror settings are wrong" in err.value.msg
+    assert images.check_all({"a": MIRRORS, "b": {}}) == {"a": images.check_mirrors(MIRRORS), "b": {}}
+    with pytest.raises(ParamError) as one:
+        images.check_all({"smoke_tests_image_mirrors": {"nvcr.io": "x"}})
+    assert one.value.field == "smoke_tests_image_mirrors.nvcr.io"
+
+
+def test_chart_values_set_each_repository_of_a_mirrored_registry():
+    values = images.chart_values("gpu-operator", {"nvcr.io": "m.example.com/nv"})
+    assert values["driver"] == {"repository": "m.example.com/nv/nvidia",
+                                "manager": {"repository": "m.example.com/nv/nvidia/cloud-native"}}
+    assert values["toolkit"] == {"repository": "m.example.com/nv/nvidia/k8s"}
+    assert len(images.CHART_IMAGES["gpu-operator"]) == 21
+    assert images.chart_values("gpu-operator", {"docker.io": "m.example.com/hub"}) == {}, "no Docker Hub image there"
+    assert images.chart_values("no-such-chart", {"nvcr.io": "m.example.com/nv"}) == {}
+    dra = images.chart_values("nvidia-dra-driver-gpu", {"nvcr.io": "m.example.com/nv"})
+    assert dra == {"image": {"repository": "m.example.com/nv/nvidia/k8s-dra-driver-gpu"}}
+
+
+def test_mirror_image_checks_the_pin_first():
+    assert images.mirror_image("f", "nvcr.io/nvidia/cuda:12.9.1", MIRRORS) == "harbor.example.com/nvcr/nvidia/cuda:12.9.1"
+    with pytest.raises(ParamError) as err:
+        images.mirror_image("smoke_tests_image", "nvcr.io/nvidia/cuda", MIRRORS)
+    assert err.value.field == "smoke_tests_image" and "not pinned" in err.value.msg
+
+
+def test_the_nic_cluster_policy_pulls_every_component_from_the_mirror_with_the_same_versions():
+    params = {"mode": "rdma_shared", "network_operator_version": "26.4.1", "ip_range": "192.168.100.0/24",
+              "selectors": {"vendors": ["15b3"], "interfaces": ["ibs1f0"]}}
+    plain = nic_policy.render_policy(nic_policy.build_request(params))
+    mirrored = nic_policy.render_policy(nic_policy.build_request(dict(params, image_mirrors={
+        "nvcr.io": "harbor.example.com/nvcr"})))
+    components = [k for k, v in plain["spec"].items() if isinstance(v, dict) and "repository" in v]
+    components += ["secondaryNetwork." + k for k in plain["spec"]["secondaryNetwork"]]
+    assert len(components) >= 5
+    for path in components:
+        before, after = plain["spec"], mirrored["spec"]
+        for key in path.split("."):
+            before, after = before[key], after[key]
+        assert before["repository"] == "nvcr.io/nvidia/mellanox"
+        assert after["repository"] == "harbor.example.com/nvcr/nvidia/mellanox"
+        assert dict(after, repository=before["repository"]) == before, "only the repository changes"
+    with pytest.raises(ParamError) as err:
+        nic_policy.build_request(dict(params, image_mirrors={"nvcr.io": "http://h.example.com"}))
+    assert err.value.field == "image_mirrors.nvcr.io"
