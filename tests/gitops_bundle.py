@@ -64,18 +64,24 @@ def say(text):
 
 # -- rendering ---------------------------------------------------------------------------------------------------
 
-def render(cluster, folder, *extra):
-    """site.yml in render mode with the inventory's choices into ``folder`` (./platform in the repository)."""
+def playbook(cluster, name, *args):
+    """ansible-playbook ``name`` with the cluster inventory against ``cluster``: the finished process."""
     env = dict(os.environ, CLUSTER_DIR=str(cluster.dir), ANSIBLE_COLLECTIONS_PATH=str(ROOT / "build" / "collections"),
                ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
     env.pop("KUBECONFIG", None)
     command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(INVENTORY),
-               str(ROOT / "site.yml"), "-e", "gpu_platform_render_to=%s" % folder, "-e", "gpu_platform_flux_path=./platform"]
+               str(ROOT / name)] + list(args)
+    return subprocess.run(command, env=env, capture_output=True, text=True, cwd=str(ROOT), timeout=900, check=False)
+
+
+def render(cluster, folder, *extra):
+    """site.yml in render mode with the inventory's choices into ``folder`` (./platform in the repository)."""
+    args = ["-e", "gpu_platform_render_to=%s" % folder, "-e", "gpu_platform_flux_path=./platform"]
     for item in extra:
-        command += ["-e", item]
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, cwd=str(ROOT), timeout=900, check=False)
+        args += ["-e", item]
+    proc = playbook(cluster, "site.yml", *args)
     if proc.returncode != 0:
-        raise Failed("rendering failed (%s):\n%s%s" % (" ".join(command[3:]), proc.stdout[-3000:], proc.stderr[-2000:]))
+        raise Failed("rendering failed (%s):\n%s%s" % (" ".join(args), proc.stdout[-3000:], proc.stderr[-2000:]))
     problems = order_problems(folder)
     if problems:
         raise Failed("the rendered bundle's order is wrong:\n" + "\n".join(problems))
@@ -93,12 +99,19 @@ def unit_objects(folder):
 
 
 def label_nodes(cluster, folder):
-    """The documented step for the node labels the bundle does not apply (docs/gitops.md): kubectl label."""
-    for path in sorted(folder.glob("*/*-node-labels.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            for patch in (doc or {}).get("patches") or []:
-                labels = ["%s=%s" % item for item in sorted(patch["labels"].items())]
-                kubectl(cluster, "label", "nodes", "-l", patch["selector"], "--overwrite", *labels)
+    """The documented step for the node labels the bundle does not apply (docs/gitops.md): playbooks/node_labels.yml.
+    Its --check fails while the nodes differ from the bundle, the run applies them, and its --check then passes."""
+    bundle = "gpu_platform_bundle=%s" % folder
+    before = playbook(cluster, "playbooks/node_labels.yml", "--check", "-e", bundle)
+    if before.returncode == 0 or "differ from the bundle's" not in before.stdout:
+        raise Failed("node_labels.yml --check passed on unlabelled nodes:\n%s" % before.stdout[-2000:])
+    applied = playbook(cluster, "playbooks/node_labels.yml", "-e", bundle)
+    after = playbook(cluster, "playbooks/node_labels.yml", "--check", "-e", bundle)
+    if applied.returncode != 0 or after.returncode != 0:
+        raise Failed("node_labels.yml failed:\n%s\n%s" % (applied.stdout[-2000:], after.stdout[-2000:]))
+    patches = sum(len((doc or {}).get("patches") or []) for path in sorted(folder.glob("*/*-node-labels.yaml"))
+                  for doc in yaml.safe_load_all(path.read_text()))
+    return "%d patches: --check failed before, applied, --check passed after" % patches
 
 
 # -- the cluster's Flux objects -----------------------------------------------------------------------------------
@@ -223,7 +236,7 @@ def run(cluster, work):
 
     say("1. the flat layout on the same rig: %s" % flat_layout_fails(cluster, work, units))
 
-    label_nodes(cluster, folder)
+    say("1b. node labels (playbooks/node_labels.yml): %s" % label_nodes(cluster, folder))
     revision = commit_folder(worktree, "the GPU platform, rendered by site.yml")
     kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(bootstrap(ROOT_NAME, worktree.url, "./platform", SOURCE)))
     expected = {ROOT_NAME} | {"gpu-platform-" + unit for unit in units}

@@ -5,9 +5,12 @@
 
 from __future__ import annotations
 
+import os
+
+import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import bundle, images, versions
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import bundle, images, node_labels, versions
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError
 
 
@@ -65,10 +68,27 @@ def chart_image_mirrors(chart, mirrors, field=images.FIELD):
         raise AnsibleFilterError(exc.msg)
 
 
+def node_label_patches(paths):
+    """The node_labels module's ``nodes`` entries from a bundle's ``*-node-labels.yaml`` files (their paths)."""
+    files = []
+    try:
+        for path in paths:
+            with open(path, encoding="utf-8") as handle:
+                name = os.path.join(os.path.basename(os.path.dirname(path)), os.path.basename(path))
+                files.append((name, list(yaml.safe_load_all(handle))))
+        return node_labels.from_patch_lists(files)
+    except (OSError, yaml.YAMLError) as exc:
+        raise AnsibleFilterError("node label patches: %s cannot be read (%s). Fix: point gpu_platform_bundle at the "
+                                 "folder site.yml rendered" % (getattr(exc, "filename", None) or "a file", exc))
+    except ParamError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
 class FilterModule:
     """Platform filters."""
 
     def filters(self):
         return {"version_matrix_check": version_matrix_check, "bundle_unit": bundle_unit,
                 "gitops_layout": gitops_layout, "image_mirror": image_mirror,
-                "chart_image_mirrors": chart_image_mirrors, "image_mirrors_check": image_mirrors_check}
+                "chart_image_mirrors": chart_image_mirrors, "image_mirrors_check": image_mirrors_check,
+                "node_label_patches": node_label_patches}

@@ -53,3 +53,38 @@ def test_two_entries_that_disagree_on_a_node_are_refused():
     same = d.check_requests([{"name": "a", "selector": "x=1", "labels": {"k": "a"}},
                              {"name": "b", "selector": "y=1", "labels": {"k": "a"}}])
     assert d.plan(same, [[node("n1")], [node("n1")]])[1] == [("n1", {"k": "a"}, {"k": None})]
+
+
+def test_a_bundles_patch_lists_become_node_labels_entries():
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_labels as domain
+    entries = domain.from_patch_lists([
+        ("gpu-sharing/gpu-sharing-node-labels.yaml", [{"kind": "NodeLabelPatchList", "patches": [
+            {"selector": "nodepool=inference", "labels": {"nvidia.com/device-plugin.config": "inference"}},
+            {"selector": "nodepool=training", "labels": {"nvidia.com/mig.config": "all-1g.10gb"}}]}]),
+        ("mig/mig-profile-all-1g.10gb-node-labels.yaml", [None, {"kind": "NodeLabelPatchList", "patches": [
+            {"node": "gpu-a100-0", "labels": {"nvidia.com/mig.config": "all-1g.10gb"}}]}]),
+    ])
+    assert entries == [
+        {"name": "gpu-sharing/gpu-sharing-node-labels.yaml#1", "selector": "nodepool=inference",
+         "labels": {"nvidia.com/device-plugin.config": "inference"}},
+        {"name": "gpu-sharing/gpu-sharing-node-labels.yaml#2", "selector": "nodepool=training",
+         "labels": {"nvidia.com/mig.config": "all-1g.10gb"}},
+        {"name": "mig/mig-profile-all-1g.10gb-node-labels.yaml#1", "selector": "kubernetes.io/hostname=gpu-a100-0",
+         "labels": {"nvidia.com/mig.config": "all-1g.10gb"}}]
+    assert domain.from_patch_lists([]) == []
+
+
+@pytest.mark.parametrize("docs, field", [
+    ([{"kind": "ConfigMap"}], "u/x-node-labels.yaml"),
+    ([{"kind": "NodeLabelPatchList", "patches": "nodepool=a"}], "u/x-node-labels.yaml"),
+    ([{"kind": "NodeLabelPatchList", "patches": [{"labels": {"a": "b"}}]}], "u/x-node-labels.yaml#1"),
+    ([{"kind": "NodeLabelPatchList", "patches": [{"selector": "a=b", "node": "n", "labels": {"a": "b"}}]}],
+     "u/x-node-labels.yaml#1"),
+    ([{"kind": "NodeLabelPatchList", "patches": [{"selector": "a=b", "labels": {"bad key!": "b"}}]}],
+     "u/x-node-labels.yaml#1[0].labels"),
+])
+def test_a_bad_patch_list_is_refused_naming_the_file_and_patch(docs, field):
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_labels as domain
+    with pytest.raises(ParamError) as err:
+        domain.from_patch_lists([("u/x-node-labels.yaml", docs)])
+    assert err.value.field.startswith(field), err.value.field

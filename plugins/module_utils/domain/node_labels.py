@@ -89,3 +89,35 @@ def plan(requests, selected):
 def unmatched(report):
     """The requests whose selector picked no node."""
     return [entry for entry in report if not entry["nodes"]]
+
+
+PATCH_LIST = "NodeLabelPatchList"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def from_patch_lists(files):
+    """The ``nodes`` entries of the node label patch lists a GitOps bundle carries (``*-node-labels.yaml``:
+    ``{kind: NodeLabelPatchList, patches: [{selector | node, labels}]}``), from ``files``: [(name, [documents])].
+
+    A patch names its nodes by ``selector`` (as kubectl -l takes it) or by ``node`` (one node, picked by its
+    ``kubernetes.io/hostname`` label). Each entry is named ``<file>#<n>``. Raises ParamError naming the file
+    and patch for anything else.
+    """
+    entries = []
+    for file_name, documents in files:
+        for doc in documents:
+            if doc is None:
+                continue
+            if not isinstance(doc, dict) or doc.get("kind") != PATCH_LIST or not isinstance(doc.get("patches"), list):
+                raise ParamError(file_name, "is not a %s ({kind: %s, patches: [...]})" % (PATCH_LIST, PATCH_LIST),
+                                 "point at the bundle site.yml rendered, whose *-node-labels.yaml files hold them")
+            for index, patch in enumerate(doc["patches"]):
+                where = "%s#%d" % (file_name, index + 1)
+                if not isinstance(patch, dict) or bool(patch.get("selector")) == bool(patch.get("node")):
+                    raise ParamError(where, "%r has not exactly one of selector and node" % (patch,),
+                                     "render the bundle again with site.yml instead of editing it")
+                selector = patch.get("selector") or "%s=%s" % (HOSTNAME_LABEL, patch["node"])
+                entry = {"name": where, "selector": selector, "labels": patch.get("labels")}
+                check_requests([entry], where)
+                entries.append(entry)
+    return entries
