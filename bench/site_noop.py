@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 # pylint: disable=wrong-import-position
 from tests.fakes.apiserver import FakeApiServer  # noqa: E402
 from tests.fakes.chart_repo import ChartRepoServer  # noqa: E402
-from tests.fakes.charts import FIXTURE_CHARTS_DIR, TOOLS_BIN, ChartCache, helm_env  # noqa: E402
+from tests.fakes.charts import FIXTURE_CHARTS_DIR, TOOLS_BIN, ChartCache, helm_env, pinned_charts  # noqa: E402
 from tests.fakes.clock import FakeClock  # noqa: E402
 from tests.fakes.controllers import MigManager, default_controllers  # noqa: E402
 from tests.fakes.crds import DEFAULT_CRD_DIR  # noqa: E402
@@ -47,8 +47,7 @@ from tests.fakes.network_operator import SimulatedNetworkOperator  # noqa: E402
 from tests.fakes.smoke import Outcome, SimulatedVolcanoJobs, SmokePods, gang_marker  # noqa: E402
 # pylint: enable=wrong-import-position
 
-CHARTS = (("gpu-operator", "v26.7.0"), ("network-operator", "26.4.1"), ("volcano", "1.15.1"),
-          ("kueue", "0.19.2"), ("kai-scheduler", "v0.13.0"), ("nvidia-dra-driver-gpu", "25.12.0"))
+CHARTS = pinned_charts()
 PLAYBOOK = ROOT / "site.yml"
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 DISCOVERY = re.compile(r"^/(api|apis|openapi/v[23]|version)(/[^/]+(/v[^/]+)?)?/?$")

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 
 import yaml
@@ -68,11 +69,11 @@ def chart_image_mirrors(chart, mirrors, field=images.FIELD):
         raise AnsibleFilterError(exc.msg)
 
 
-def node_label_patches(paths):
-    """The node_labels module's ``nodes`` entries from a bundle's ``*-node-labels.yaml`` files (their paths)."""
+def node_label_patches(bundle_dir):
+    """The node_labels module's ``nodes`` entries from the ``*/*-node-labels.yaml`` files of a bundle's folder."""
     files = []
     try:
-        for path in paths:
+        for path in sorted(glob.glob(os.path.join(glob.escape(bundle_dir), "*", "*-node-labels.yaml"))):
             with open(path, encoding="utf-8") as handle:
                 name = os.path.join(os.path.basename(os.path.dirname(path)), os.path.basename(path))
                 files.append((name, list(yaml.safe_load_all(handle))))

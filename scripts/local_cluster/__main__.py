@@ -32,8 +32,8 @@ PORT_NAMES = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", 
 # names, CRDs and workload names (tests/fixtures/charts), at the versions the collection pins.
 # The Network Operator's previous pinned release is served too, so that playbooks/upgrade.yml can be tried
 # (and is tested) from it to the current pin, as docs/upgrade.md describes.
-CHARTS = (("gpu-operator", "v26.7.0"), ("network-operator", "26.4.1"), ("network-operator", "26.4.0"),
-          ("volcano", "1.15.1"), ("kueue", "0.19.2"), ("kai-scheduler", "v0.13.0"), ("nvidia-dra-driver-gpu", "25.12.0"))
+# The pins are the roles' defaults (tests.fakes.charts.pinned_charts); the previous Network Operator is added here.
+PREVIOUS_CHARTS = (("network-operator", "26.4.0"),)
 # Each chart's crds/ folder, as the real chart carries them: the upstream CRD files (../shared/upstream, and
 # tests/fixtures/crds for KAI's PodGroup), so helm installs the real schemas and the API server judges them.
 UPSTREAM = ROOT.parent / "shared" / "upstream"
@@ -124,11 +124,11 @@ def _crd_path(relative):
 def _package_charts(target):
     """Package each fixture chart at its pinned version with its upstream CRDs in crds/, anew at every start
     (a chart or CRD that changed since the last start is served as it is now)."""
-    from tests.fakes.charts import FIXTURE_CHARTS_DIR, package_chart
+    from tests.fakes.charts import FIXTURE_CHARTS_DIR, package_chart, pinned_charts
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
-    for name, version in CHARTS:
+    for name, version in pinned_charts() + PREVIOUS_CHARTS:
         with tempfile.TemporaryDirectory(prefix="chart-") as scratch:
             source = Path(scratch) / name
             shutil.copytree(FIXTURE_CHARTS_DIR / name, source)

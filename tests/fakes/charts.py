@@ -35,6 +35,19 @@ HELM4 = TOOLS_BIN / "helm4"
 FIXTURE_CHARTS_DIR = REPO_ROOT / "tests" / "fixtures" / "charts"
 DEMO_CHART_DIR = FIXTURE_CHARTS_DIR / "demo-operator"
 
+
+def pinned_charts():
+    """(chart name, version) of every chart the roles pin, read from their defaults (``<x>_chart_version`` and
+    the chart's name at the end of ``<x>_chart_ref``): the fixture charts are served at exactly these versions."""
+    out = []
+    for path in sorted((REPO_ROOT / "roles").glob("*/defaults/main.yml")):
+        defaults = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        for key, version in sorted(defaults.items()):
+            if key.endswith("_chart_version"):
+                ref = str(defaults[key[:-len("_version")] + "_ref"])
+                out.append((ref.rstrip("/").rsplit("/", 1)[-1], str(version)))
+    return tuple(out)
+
 __all__ = [
     "DEMO_CHART_DIR",
     "FIXTURE_CHARTS_DIR",

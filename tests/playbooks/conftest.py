@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.fakes.charts import DEMO_CHART_DIR, FIXTURE_CHARTS_DIR, TOOLS_BIN
+from tests.fakes.charts import DEMO_CHART_DIR, FIXTURE_CHARTS_DIR, TOOLS_BIN, pinned_charts
 from tests.fakes.chart_repo import ChartRepoServer
 from tests.fakes.clock import FakeClock
 from tests.fakes.controllers import default_controllers
@@ -26,8 +26,7 @@ GPU_OPERATOR_CHART = FIXTURE_CHARTS_DIR / "gpu-operator"
 NETWORK_OPERATOR_CHART = FIXTURE_CHARTS_DIR / "network-operator"
 FIXTURE_CRDS = FIXTURE_CHARTS_DIR.parent / "crds"
 # The scheduling layer's charts, served from the loopback repository (OCI refs in production).
-SCHEDULING_CHARTS = (("volcano", "1.15.1"), ("kueue", "0.19.2"), ("kai-scheduler", "v0.13.0"),
-                     ("nvidia-dra-driver-gpu", "25.12.0"))
+SCHEDULING_CHARTS = tuple(c for c in pinned_charts() if c[0] not in ("gpu-operator", "network-operator"))
 PLAYBOOK = str(ROOT / "site.yml")
 assert DEMO_CHART_DIR.exists()
 
