@@ -12,7 +12,9 @@ from __future__ import annotations
 from ansible.module_utils.basic import env_fallback
 
 KUBE_AUTH = {
-    "kubeconfig": {"type": "raw", "aliases": ["kubeconfig_path"], "fallback": (env_fallback, ["K8S_AUTH_KUBECONFIG"])},
+    # no_log: a kubeconfig may be given as a dictionary, with its tokens and keys.
+    "kubeconfig": {"type": "raw", "no_log": True, "aliases": ["kubeconfig_path"],
+                   "fallback": (env_fallback, ["K8S_AUTH_KUBECONFIG"])},
     "context": {"type": "str", "aliases": ["kube_context"], "fallback": (env_fallback, ["K8S_AUTH_CONTEXT"])},
     "host": {"type": "str", "fallback": (env_fallback, ["K8S_AUTH_HOST"])},
     "api_key": {"type": "str", "no_log": True, "fallback": (env_fallback, ["K8S_AUTH_API_KEY"])},

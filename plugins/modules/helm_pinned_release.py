@@ -300,8 +300,11 @@ def main():
     auth = shared.kube_auth_params(module.params)
 
     def helm_factory():
+        # Credentials go to helm in a 0600 file in the module's private tmpdir (removed at exit) or its environment,
+        # never on its command line.
+        flags, env = kube_flags(tmpdir=module.tmpdir, **auth)
         return Helm(find_helm(module.params["binary_path"]), run=lambda argv, env: module.run_command(argv, environ_update=env or {}),
-                    kube_flags=kube_flags(**auth))
+                    env=env, kube_flags=flags)
 
     execute(module, lambda: helm_release.run(module.params, helm_factory, lambda: KubeClient(**auth), module.check_mode))
 

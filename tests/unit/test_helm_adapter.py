@@ -1,6 +1,7 @@
 """The helm adapter: argv per helm major, JSON parsing, redaction, errors (helm itself is faked here;
 tests/modules run the real binaries)."""
 import json
+import os
 
 import pytest
 
@@ -75,19 +76,40 @@ def test_missing_binary_is_clear():
         h.Helm("/nope/helm", run=boom).list_releases()
 
 
-def test_token_is_redacted_in_recorded_commands():
+def test_a_token_reaches_helm_in_a_private_kubeconfig_never_on_its_command_line(tmp_path):
     rec = Recorder(outputs={"list": (0, "[]", "")})
-    helm = h.Helm("helm", run=rec, kube_flags=h.kube_flags(host="https://api", api_key="s3cr3t", validate_certs=False))
+    flags, env = h.kube_flags(host="https://api:6443", api_key="s3cr3t", ca_cert="/ca.pem", validate_certs=False,
+                              kubeconfig="/ignored", context="ignored", tmpdir=str(tmp_path))
+    helm = h.Helm("helm", run=rec, env=env, kube_flags=flags)
     helm.list_releases()
-    assert "s3cr3t" not in " ".join(helm.commands)
-    assert "--kube-token ********" in helm.commands[0]
-    assert "s3cr3t" in rec.argv[0]  # the real argv still carries it
+    assert env == {} and "s3cr3t" not in " ".join(rec.argv[0]) and "s3cr3t" not in " ".join(helm.commands)
+    path = rec.argv[0][rec.argv[0].index("--kubeconfig") + 1]
+    assert os.path.dirname(path) == str(tmp_path) and os.stat(path).st_mode & 0o777 == 0o600
+    config = json.loads(open(path, encoding="utf-8").read())
+    assert config["users"][0]["user"] == {"token": "s3cr3t"}
+    assert config["clusters"][0]["cluster"] == {"server": "https://api:6443", "certificate-authority": "/ca.pem",
+                                                "insecure-skip-tls-verify": True}
+    assert h.kube_flags(host="https://api", api_key="t2", tmpdir=str(tmp_path))[0] == ["--kubeconfig", path], \
+        "a second helm in the same run rewrites its own file"
     assert h.redact(["--kube-token=abc"]) == ["--kube-token=********"]
 
 
+def test_a_token_without_a_host_goes_in_helms_environment():
+    flags, env = h.kube_flags(kubeconfig="/k", api_key="s3cr3t")
+    assert flags == ["--kubeconfig", "/k"] and env == {"HELM_KUBETOKEN": "s3cr3t"}
+
+
+def test_a_kubeconfig_given_as_a_dictionary_is_written_to_a_private_file(tmp_path):
+    flags, env = h.kube_flags(kubeconfig={"apiVersion": "v1", "users": [{"name": "u", "user": {"token": "x"}}]},
+                              context="c", tmpdir=str(tmp_path))
+    assert flags[0] == "--kubeconfig" and flags[2:] == ["--kube-context", "c"] and env == {}
+    assert os.stat(flags[1]).st_mode & 0o777 == 0o600 and json.loads(open(flags[1]).read())["users"][0]["name"] == "u"
+
+
 def test_kube_flags():
-    assert h.kube_flags(kubeconfig="/k", context="c", ca_cert="/ca") == ["--kubeconfig", "/k", "--kube-context", "c", "--kube-ca-file", "/ca"]
-    assert h.kube_flags() == []
+    assert h.kube_flags(kubeconfig="/k", context="c", ca_cert="/ca") == (
+        ["--kubeconfig", "/k", "--kube-context", "c", "--kube-ca-file", "/ca"], {})
+    assert h.kube_flags() == ([], {})
 
 
 def test_find_helm(tmp_path):

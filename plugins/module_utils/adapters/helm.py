@@ -158,9 +158,33 @@ class Helm:
         self.run(args, kube=False)
 
 
-def kube_flags(kubeconfig=None, context=None, host=None, api_key=None, ca_cert=None, validate_certs=True):
-    """helm's global connection flags from the collection's kube auth options."""
-    flags = []
+def kube_flags(kubeconfig=None, context=None, host=None, api_key=None, ca_cert=None, validate_certs=True,
+               tmpdir=None):
+    """helm's global connection flags from the collection's kube auth options, and the environment helm needs.
+
+    Returns (flags, env). Credentials never go on the command line (other users of the host see it in ps):
+    a bearer token with a host, or a kubeconfig given as a dictionary, is written to a kubeconfig file of mode
+    0600 in ``tmpdir`` (a private folder the caller removes: the module's tmpdir); a token without a host goes in
+    helm's HELM_KUBETOKEN environment variable (readable by the same user only).
+    """
+    flags, env = [], {}
+    if api_key and host:
+        if not tmpdir:
+            raise ValueError("a folder for the token's kubeconfig is needed")
+        cluster = {"server": host}
+        if ca_cert:
+            cluster["certificate-authority"] = ca_cert
+        if validate_certs is False:
+            cluster["insecure-skip-tls-verify"] = True
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": "gpu-platform",
+                  "clusters": [{"name": "gpu-platform", "cluster": cluster}],
+                  "users": [{"name": "gpu-platform", "user": {"token": api_key}}],
+                  "contexts": [{"name": "gpu-platform", "context": {"cluster": "gpu-platform", "user": "gpu-platform"}}]}
+        return ["--kubeconfig", private_file(tmpdir, "helm-token.kubeconfig", json.dumps(config))], env
+    if isinstance(kubeconfig, dict):
+        if not tmpdir:
+            raise ValueError("a folder for the kubeconfig is needed")
+        kubeconfig = private_file(tmpdir, "helm.kubeconfig", json.dumps(kubeconfig))
     if kubeconfig:
         flags += ["--kubeconfig", kubeconfig]
     if context:
@@ -168,9 +192,20 @@ def kube_flags(kubeconfig=None, context=None, host=None, api_key=None, ca_cert=N
     if host:
         flags += ["--kube-apiserver", host]
     if api_key:
-        flags += ["--kube-token", api_key]
+        env["HELM_KUBETOKEN"] = api_key
     if ca_cert:
         flags += ["--kube-ca-file", ca_cert]
     if validate_certs is False:
         flags.append("--kube-insecure-skip-tls-verify")
-    return flags
+    return flags, env
+
+
+def private_file(folder, name, text):
+    """``text`` written to ``folder/name`` with mode 0600 (created so, never wider); returns the path."""
+    path = os.path.join(folder, name)
+    if os.path.exists(path):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path

@@ -1,0 +1,96 @@
+"""helm_pinned_release with a bearer token (AWX's Kubernetes credential: host, token and CA in K8S_AUTH_*) against
+the real API server: helm reaches the cluster through a 0600 kubeconfig in the module's private tmpdir, and the token is never on
+any process's command line, nor in the task's result."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+import yaml
+
+from tests.fakes.charts import DEMO_CHART_DIR
+from tests.local_cluster import ROOT, kubectl
+
+pytestmark = pytest.mark.slow
+NAMESPACE = "helm-token-test"
+
+
+def service_account_token(cluster):
+    kubectl(cluster, "create", "namespace", NAMESPACE)
+    kubectl(cluster, "-n", NAMESPACE, "create", "serviceaccount", "deployer")
+    kubectl(cluster, "create", "clusterrolebinding", "helm-token-test-deployer", "--clusterrole=cluster-admin",
+            "--serviceaccount=%s:deployer" % NAMESPACE)
+    return kubectl(cluster, "-n", NAMESPACE, "create", "token", "deployer", "--duration=1h").stdout.strip()
+
+
+def server_and_ca(cluster, folder):
+    config = yaml.safe_load(open(cluster.kubeconfig, encoding="utf-8"))["clusters"][0]["cluster"]
+    ca = config.get("certificate-authority")
+    if not ca:
+        ca = str(folder / "ca.crt")
+        with open(ca, "wb") as handle:
+            handle.write(base64.b64decode(config["certificate-authority-data"]))
+    return config["server"], ca
+
+
+class CommandLines(threading.Thread):
+    """Every process's command line, sampled until stopped."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.seen, self.done = set(), threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            for pid in os.listdir("/proc"):
+                if pid.isdigit():
+                    try:
+                        with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                            self.seen.add(handle.read().replace(b"\0", b" ").decode("utf-8", "replace"))
+                    except OSError:
+                        pass
+            self.done.wait(0.02)
+
+
+def run_module(cluster, host, token, ca):
+    args = {"release_name": "token-demo", "release_namespace": NAMESPACE, "chart_ref": str(DEMO_CHART_DIR),
+            "chart_version": "1.0.0", "wait": True, "release_values": {"replicaCount": 1}}
+    # As AWX's "OpenShift or Kubernetes API Bearer Token" credential injects them: the options' env fallbacks.
+    env = dict(os.environ, K8S_AUTH_HOST=host, K8S_AUTH_API_KEY=token, K8S_AUTH_SSL_CA_CERT=ca, ANSIBLE_COLLECTIONS_PATH=str(ROOT / "build" / "collections"),
+               ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", PATH="%s:%s" % (ROOT / "tools" / "bin", os.environ["PATH"]))
+    for name in ("KUBECONFIG", "K8S_AUTH_KUBECONFIG"):
+        env.pop(name, None)
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-m",
+               "gpu_platform.cluster.helm_pinned_release", "-a", json.dumps(args)]
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False, cwd=str(ROOT))
+    result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return proc, result
+
+
+def test_a_token_reaches_helm_in_a_private_file_and_never_on_a_command_line(local_cluster, tmp_path):
+    token = service_account_token(local_cluster)
+    host, ca = server_and_ca(local_cluster, tmp_path)
+    watcher = CommandLines()
+    watcher.start()
+    try:
+        first, result = run_module(local_cluster, host, token, ca)
+        second, again = run_module(local_cluster, host, token, ca)
+    finally:
+        watcher.done.set()
+        watcher.join()
+    assert not result.get("failed"), result.get("msg")
+    assert result["changed"] is True and again["changed"] is False, "installed once, then nothing to do"
+    helm_lines = [line for line in watcher.seen if "helm" in line.split(" ")[0]]
+    assert any(" upgrade " in line or " install " in line for line in helm_lines), "the sampler saw helm run"
+    assert all("--kubeconfig" in line for line in helm_lines if " list " in line or " upgrade " in line)
+    assert [line for line in watcher.seen if token in line] == [], "the token on a command line"
+    for output in (first.stdout, first.stderr, second.stdout, second.stderr):
+        assert token not in output
+    listed = json.loads(kubectl(local_cluster, "-n", NAMESPACE, "get", "deployments", "-o", "json").stdout)["items"]
+    assert [d["metadata"]["name"] for d in listed], "the release's Deployment is on the cluster"
