@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 
@@ -29,46 +30,48 @@ def version_matrix_check(combo, fields=None):
         raise AnsibleFilterError(exc.msg)
 
 
+def _user_errors(func):
+    """A filter whose ParamError (field, problem, fix) reaches the user as the task's message."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except ParamError as exc:
+            raise AnsibleFilterError(exc.msg)
+    return wrapper
+
+
+@_user_errors
 def bundle_unit(root, unit):
     """The folder of a unit of the GitOps bundle ('' when nothing is rendered)."""
-    try:
-        return bundle.unit_dir(root, unit)
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return bundle.unit_dir(root, unit)
 
 
+@_user_errors
 def gitops_layout(unit_files, fmt="flux", path="./platform", source=None, interval="10m"):
     """{relative path: object} for the bundle's kustomizations (and Flux Kustomizations) over its units."""
-    try:
-        return bundle.layout(unit_files, fmt, path, source or None, interval)
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return bundle.layout(unit_files, fmt, path, source or None, interval)
 
 
+@_user_errors
 def image_mirror(reference, mirrors, field=images.FIELD):
     """``reference`` (an image or a repository) pulled from its registry's mirror; unchanged without one."""
-    try:
-        return images.mirror(reference, images.check_mirrors(mirrors, field))
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return images.mirror(reference, images.check_mirrors(mirrors, field))
 
 
+@_user_errors
 def image_mirrors_check(named):
     """{variable name: mirrors} checked all at once; fails listing every bad entry."""
-    try:
-        return images.check_all(named)
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return images.check_all(named)
 
 
+@_user_errors
 def chart_image_mirrors(chart, mirrors, field=images.FIELD):
     """The chart values that move ``chart``'s images to the mirrors ({} without a mirror for them)."""
-    try:
-        return images.chart_values(chart, images.check_mirrors(mirrors, field))
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return images.chart_values(chart, images.check_mirrors(mirrors, field))
 
 
+@_user_errors
 def node_label_patches(bundle_dir):
     """The node_labels module's ``nodes`` entries from the ``*/*-node-labels.yaml`` files of a bundle's folder."""
     files = []
@@ -77,12 +80,10 @@ def node_label_patches(bundle_dir):
             with open(path, encoding="utf-8") as handle:
                 name = os.path.join(os.path.basename(os.path.dirname(path)), os.path.basename(path))
                 files.append((name, list(yaml.safe_load_all(handle))))
-        return node_labels.from_patch_lists(files)
     except (OSError, yaml.YAMLError) as exc:
         raise AnsibleFilterError("node label patches: %s cannot be read (%s). Fix: point gpu_platform_bundle at the "
                                  "folder site.yml rendered" % (getattr(exc, "filename", None) or "a file", exc))
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return node_labels.from_patch_lists(files)
 
 
 class FilterModule:

@@ -48,6 +48,7 @@ def pinned_charts():
                 out.append((ref.rstrip("/").rsplit("/", 1)[-1], str(version)))
     return tuple(out)
 
+
 __all__ = [
     "DEMO_CHART_DIR",
     "FIXTURE_CHARTS_DIR",

@@ -299,8 +299,8 @@ def values(settings):
     if secrets:
         out["imagePullSecrets"] = [{"name": validate.dns_label(FIELDS["image_pull_secrets"], s, 253)}
                                    for s in secrets]
-    out.update(images.chart_values(CHART, images.check_mirrors(settings.get("image_mirrors"),
-                                                                FIELDS["image_mirrors"])))
+    mirrors = images.check_mirrors(settings.get("image_mirrors"), FIELDS["image_mirrors"])
+    out.update(images.chart_values(CHART, mirrors))
     return out
 
 
