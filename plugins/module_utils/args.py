@@ -20,6 +20,8 @@ KUBE_AUTH = {
     "api_key": {"type": "str", "no_log": True, "fallback": (env_fallback, ["K8S_AUTH_API_KEY"])},
     "ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"], "fallback": (env_fallback, ["K8S_AUTH_SSL_CA_CERT"])},
     "validate_certs": {"type": "bool", "aliases": ["verify_ssl"], "fallback": (env_fallback, ["K8S_AUTH_VERIFY_SSL"])},
+    "api_connect_timeout": {"type": "int", "default": 10},
+    "api_read_timeout": {"type": "int", "default": 60},
 }
 
 WAIT = {

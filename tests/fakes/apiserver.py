@@ -12,6 +12,7 @@ Manual use::
 import argparse
 import http.server
 import os
+import re
 import signal
 import socket
 import threading
@@ -67,6 +68,7 @@ class FakeApiServer:
         self._controllers = []
         self._connections = set()
         self._pod_logs = {}
+        self._faults = []
         self._httpd = self._thread = None
         self.store.add_listener(self._on_event)
         self._seed([DEFAULT_CRD_DIR] if crd_dirs is None else list(crd_dirs))
@@ -162,6 +164,25 @@ class FakeApiServer:
         return path
 
     # ------------------------------------------------------------ request log
+
+    def inject(self, method, path, *faults):
+        """Answer the next requests matching ``method`` (or "*") and ``path`` (a regular expression, searched in
+        the URL path) with ``faults``, one each, in order; then serve normally again. A fault is a dict:
+        ``{"status": 503, "retry_after": 1}`` (a Status with that code, and a Retry-After header if given),
+        ``{"reset": True}`` (the connection closed with a TCP reset before any answer) or ``{"delay": 2.0}``
+        (the answer held back that many seconds, then served). Every faulted request is logged with its fault."""
+        with self._lock:
+            self._faults.append({"method": method, "path": re.compile(path), "faults": list(faults)})
+
+    def take_fault(self, method, path):
+        """The next fault for this request, or None (called by the handler for every request)."""
+        with self._lock:
+            for rule in self._faults:
+                if rule["faults"] and rule["method"] in ("*", method) and rule["path"].search(path):
+                    fault = rule["faults"].pop(0)
+                    self.request_log.append({"method": method, "path": path, "fault": fault})
+                    return fault
+        return None
 
     def log_request(self, entry):
         with self._lock:

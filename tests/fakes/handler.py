@@ -9,6 +9,8 @@ import base64
 import http.server
 import json
 import socket
+import struct
+import time
 import traceback
 import urllib.parse
 
@@ -134,6 +136,9 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
         self._started = False
         try:
             self._raw_body()  # always consume the body: the connection is kept alive
+            fault = self.fake.take_fault(method, self.url_path)
+            if fault is not None and self._fault(fault):
+                return
             self._route()
         except errors.ApiError as error:
             self._send_json(error.code, error.status())
@@ -145,6 +150,32 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                 self.close_connection = True
             else:
                 self._send_json(500, errors.ApiError(500, "InternalError", repr(exc)).status())
+
+    def _fault(self, fault):
+        """Play an injected fault (FakeApiServer.inject); True when it answered (or dropped) the request."""
+        if fault.get("delay"):
+            time.sleep(fault["delay"])
+            return False
+        if fault.get("reset"):
+            # SO_LINGER 0: close() sends a TCP reset, as a crashed server or a dropped proxy connection would.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return True
+        code = fault["status"]
+        reasons = {409: "Conflict", 429: "TooManyRequests", 500: "InternalError", 502: "BadGateway",
+                   503: "ServiceUnavailable", 504: "Timeout"}
+        data = json.dumps(errors.ApiError(code, reasons.get(code, "InternalError"),
+                                          fault.get("message", "injected fault %d" % code)).status()).encode()
+        self._started = True
+        self.send_response(code)
+        self.send_header("Content-Type", JSON)
+        self.send_header("Content-Length", str(len(data)))
+        if fault.get("retry_after") is not None:
+            self.send_header("Retry-After", str(fault["retry_after"]))
+        self.end_headers()
+        self.wfile.write(data)
+        return True
 
     def _start(self, code, content_type, length=None):
         self._started = True

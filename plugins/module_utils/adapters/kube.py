@@ -11,13 +11,54 @@ Waits take an injectable clock so tests and simulated controllers run without re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects as domain_objects
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ToolError
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError, ToolError
 
 FIELD_MANAGER = "gpu-platform"
+
+# Transient failures are retried with bounded exponential back-off and jitter: 429 (the server's flow control;
+# its Retry-After is honoured up to RETRY_AFTER_MAX seconds), 500, 502, 503, 504, connection resets and read
+# time-outs, for idempotent requests only: reads, server-side apply and merge patches, deletes. A POST (a create,
+# an eviction) is not retried on an answer, as it may have taken effect and an eviction's 429 is a
+# PodDisruptionBudget's verdict that node_maintenance waits on itself. A request that never left (connection
+# refused) is retried whatever its method.
+RETRY_STATUSES = (429, 500, 502, 503, 504)
+IDEMPOTENT = frozenset(("GET", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"))
+RETRIES = 4
+BACKOFF = 0.5  # seconds before the first retry, doubling each time
+BACKOFF_MAX = 8.0
+JITTER = 0.5
+RETRY_AFTER_MAX = 30.0
+CONNECT_TIMEOUT = 10
+READ_TIMEOUT = 60
+
+
+def worst_case_seconds(connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT):
+    """The longest one API call can take, retries included: every attempt times out and every pause is the
+    longest allowed (docs/hardening.md quotes it)."""
+    attempts = RETRIES + 1
+    return attempts * (connect_timeout + read_timeout) + RETRIES * max(RETRY_AFTER_MAX, BACKOFF_MAX + JITTER)
+
+
+def retry_policy():
+    """The urllib3 Retry the client's connection pool uses (see RETRY_STATUSES)."""
+    from urllib3.util.retry import Retry  # pylint: disable=import-outside-toplevel
+
+    class ApiRetry(Retry):
+        """Retry-After honoured, but never longer than RETRY_AFTER_MAX."""
+
+        def get_retry_after(self, response):
+            seconds = super().get_retry_after(response)
+            return None if seconds is None else min(seconds, RETRY_AFTER_MAX)
+
+    return ApiRetry(total=RETRIES, connect=RETRIES, read=RETRIES, status=RETRIES, other=0, redirect=0,
+                    status_forcelist=RETRY_STATUSES, allowed_methods=IDEMPOTENT, backoff_factor=BACKOFF,
+                    backoff_max=BACKOFF_MAX, backoff_jitter=JITTER, respect_retry_after_header=True,
+                    raise_on_status=False, raise_on_redirect=False)
 
 
 class WaitTimeout(GpuPlatformError):
@@ -69,9 +110,13 @@ class KubeClient:
     """A small, typed-by-convention wrapper: objects in and out are plain dicts."""
 
     def __init__(self, kubeconfig=None, context=None, host=None, api_key=None, ca_cert=None,
-                 validate_certs=None, field_manager=FIELD_MANAGER):
+                 validate_certs=None, field_manager=FIELD_MANAGER, api_connect_timeout=None, api_read_timeout=None):
         client, config, dynamic, exceptions = _import_kubernetes()
+        from urllib3 import exceptions as transport  # pylint: disable=import-outside-toplevel
         self._exceptions = exceptions
+        self._transport_errors = (transport.HTTPError, OSError)
+        self.timeouts = (_seconds("api_connect_timeout", api_connect_timeout, CONNECT_TIMEOUT),
+                         _seconds("api_read_timeout", api_read_timeout, READ_TIMEOUT))
         self.field_manager = field_manager
         configuration = client.Configuration()
         try:
@@ -93,9 +138,15 @@ class KubeClient:
             configuration.ssl_ca_cert = ca_cert
         if validate_certs is not None:
             configuration.verify_ssl = bool(validate_certs)
+        configuration.retries = retry_policy()
+        self.host = configuration.host
         try:
             api_client = client.ApiClient(configuration)
-            self._dyn = dynamic.DynamicClient(api_client)
+            _default_timeout(api_client.rest_client, self.timeouts)
+            with self._transport("discovery"):
+                self._dyn = dynamic.DynamicClient(api_client)
+        except GpuPlatformError:
+            raise
         except Exception as exc:
             raise ToolError("cannot reach the Kubernetes API at %s: %s" % (configuration.host, exc))
         # CoreV1Api is made on first use (pod logs only): importing it builds the client's typed models, about a
@@ -106,6 +157,18 @@ class KubeClient:
         self._resources = {}
 
     # -- plumbing -----------------------------------------------------------
+    @contextlib.contextmanager
+    def _transport(self, what):
+        """A request that found no answer (refused, reset or timed out on every attempt) as a ToolError."""
+        try:
+            yield
+        except self._transport_errors as exc:
+            reason = getattr(exc, "reason", None) or exc
+            raise ToolError("%s: the Kubernetes API at %s did not answer after %d attempts (%s). Fix: check that the "
+                            "API server is up and reachable from this host; a slow server may need a longer "
+                            "api_read_timeout (now %ss)" % (what, self.host, RETRIES + 1, reason, self.timeouts[1]),
+                            status=None)
+
     def _core(self):
         if self._core_api is None:
             self._core_api = self._client_module.CoreV1Api(self._api_client)
@@ -115,7 +178,8 @@ class KubeClient:
         key = (api_version, kind)
         if key not in self._resources:
             try:
-                self._resources[key] = self._dyn.resources.get(api_version=api_version, kind=kind)
+                with self._transport("discover %s %s" % (api_version, kind)):
+                    self._resources[key] = self._dyn.resources.get(api_version=api_version, kind=kind)
             except self._exceptions.ResourceNotFoundError:
                 raise ToolError("the cluster does not serve %s %s. Fix: install the operator or CRD that "
                                 "provides it first" % (api_version, kind), api_version=api_version, kind=kind)
@@ -130,19 +194,23 @@ class KubeClient:
 
     def _call(self, what, func, *args, **kwargs):
         try:
-            return func(*args, **kwargs)
+            with self._transport(what):
+                return func(*args, **kwargs)
         except self._exceptions.DynamicApiError as exc:
-            raise ToolError("%s failed: %s %s" % (what, exc.status, _api_message(exc)), status=exc.status)
+            # A 409's causes name the conflicting field manager and field (server-side apply without force).
+            raise ToolError("%s failed: %s %s" % (what, exc.status, _api_message(exc, causes=exc.status == 409)),
+                            status=exc.status)
 
     # -- reads --------------------------------------------------------------
     def get(self, api_version, kind, name, namespace=None):
         res = self.resource(api_version, kind)
         try:
-            return res.get(name=name, namespace=namespace).to_dict()
+            with self._transport("get %s %s" % (kind, name)):
+                return res.get(name=name, namespace=namespace).to_dict()
         except self._exceptions.NotFoundError:
             return None
         except self._exceptions.DynamicApiError as exc:
-            raise ToolError("get %s %s failed: %s %s" % (kind, name, exc.status, _api_message(exc)))
+            raise ToolError("get %s %s failed: %s %s" % (kind, name, exc.status, _api_message(exc)), status=exc.status)
 
     def list(self, api_version, kind, namespace=None, label_selector=None, field_selector=None):
         res = self.resource(api_version, kind)
@@ -156,7 +224,8 @@ class KubeClient:
         if tail_lines:
             kwargs["tail_lines"] = tail_lines
         try:
-            return self._core().read_namespaced_pod_log(name, namespace, **kwargs)
+            with self._transport("read the log of pod %s/%s" % (namespace, name)):
+                return self._core().read_namespaced_pod_log(name, namespace, **kwargs)
         except self._client_module.ApiException as exc:
             if exc.status in (400, 404):  # 400: the container is still waiting to start
                 return None
@@ -203,7 +272,8 @@ class KubeClient:
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
         kwargs = {"dry_run": "All"} if dry_run else {}
         try:
-            eviction.create(body=body, name=name, namespace=namespace, **kwargs)
+            with self._transport("evict pod %s/%s" % (namespace, name)):
+                eviction.create(body=body, name=name, namespace=namespace, **kwargs)
             return True
         except self._exceptions.NotFoundError:
             return False
@@ -218,7 +288,8 @@ class KubeClient:
         res = self.resource(api_version, kind)
         kwargs = {"dry_run": "All"} if dry_run else {}
         try:
-            res.delete(name=name, namespace=namespace, **kwargs)
+            with self._transport("delete %s %s" % (kind, name)):
+                res.delete(name=name, namespace=namespace, **kwargs)
             return True
         except self._exceptions.NotFoundError:
             return False
@@ -262,6 +333,28 @@ class KubeClient:
         result = self.apply(obj, dry_run=dry_run)
         after = dict((result.get("metadata") or {}).get("labels") or {})
         return True, (before if current is not None else None), after
+
+
+def _seconds(field, value, default):
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600:
+        raise ParamError(field, "%r is not a number of seconds between 1 and 3600" % (value,),
+                         "give a time-out in seconds, e.g. %s" % default)
+    return value
+
+
+def _default_timeout(rest_client, timeouts):
+    """Every request of ``rest_client`` gets (connect, read) time-outs unless it names its own: the library's
+    default is none, so a server that accepts the connection and never answers would hang the task."""
+    request = rest_client.request
+
+    def timed(method, url, *args, **kwargs):
+        if not kwargs.get("_request_timeout"):
+            kwargs["_request_timeout"] = timeouts
+        return request(method, url, *args, **kwargs)
+
+    rest_client.request = timed
 
 
 def _api_message(exc, causes=False):

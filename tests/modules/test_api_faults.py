@@ -1,0 +1,125 @@
+"""The Kubernetes adapter under injected API faults (FakeApiServer.inject): transient answers retried with bounded
+back-off, Retry-After honoured, POSTs not replayed, resets and time-outs retried, and what cannot be had ends in one
+clear error naming the API server and the request, never a traceback."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import kube
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
+
+CM = "/api/v1/namespaces/default/configmaps"
+
+
+def configmap(name="c", value="1"):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"},
+            "data": {"k": value}}
+
+
+@pytest.fixture
+def api(fake_api_factory):
+    return fake_api_factory()
+
+
+@pytest.fixture
+def client(api):
+    made = KubeClient(kubeconfig=api.kubeconfig, api_read_timeout=2)
+    made.resource("v1", "ConfigMap")  # discovery before any fault
+    made.apply(configmap())
+    api.clear_log()
+    return made
+
+
+def attempts(api, method, path):
+    return [e for e in api.request_log if e["method"] == method and path in e["path"]]
+
+
+@pytest.mark.parametrize("status", [429, 500, 502, 503, 504])
+def test_a_transient_answer_is_retried_and_the_call_succeeds(api, client, status):
+    api.inject("GET", CM + "/c$", {"status": status}, {"status": status})
+    assert client.get("v1", "ConfigMap", "c", "default")["data"] == {"k": "1"}
+    assert [e.get("fault", {}).get("status") for e in attempts(api, "GET", CM + "/c")] == [status, status, None]
+
+
+def test_server_side_apply_is_retried(api, client):
+    api.inject("PATCH", CM + "/c$", {"status": 503}, {"reset": True})
+    client.apply(configmap(value="2"))
+    assert client.get("v1", "ConfigMap", "c", "default")["data"] == {"k": "2"}
+    assert len(attempts(api, "PATCH", CM + "/c")) == 3
+
+
+def test_retry_after_is_honoured(api, client):
+    api.inject("GET", CM + "/c$", {"status": 429, "retry_after": 2})
+    started = time.monotonic()
+    client.get("v1", "ConfigMap", "c", "default")
+    assert time.monotonic() - started >= 1.9, "waited as long as the server asked"
+
+
+def test_a_long_retry_after_is_capped(monkeypatch, api, client):
+    monkeypatch.setattr(kube, "RETRY_AFTER_MAX", 1.0)
+    fresh = KubeClient(kubeconfig=api.kubeconfig)  # the policy is made with the client
+    api.inject("GET", CM + "/c$", {"status": 429, "retry_after": 3600})
+    started = time.monotonic()
+    fresh.get("v1", "ConfigMap", "c", "default")
+    assert time.monotonic() - started < 60, "not an hour"
+
+
+def test_a_connection_reset_on_a_read_is_retried(api, client):
+    api.inject("GET", CM + "$", {"reset": True})
+    assert [c["metadata"]["name"] for c in client.list("v1", "ConfigMap", "default")] == ["c"]
+
+
+def test_a_post_is_not_replayed_after_an_answer(api, client):
+    api.inject("POST", "/eviction$", {"status": 503})
+    api.store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+                      "spec": {"containers": [{"name": "c", "image": "busybox:1.37.0"}]}})
+    with pytest.raises(ToolError) as err:
+        client.evict("p", "default")
+    assert "503" in err.value.msg
+    assert len(attempts(api, "POST", "/eviction")) == 1, "an eviction may have happened: not sent twice"
+
+
+def test_a_fault_that_persists_ends_in_one_clear_error(api, client):
+    api.inject("GET", CM + "/c$", *[{"status": 503}] * 10)
+    with pytest.raises(ToolError) as err:
+        client.get("v1", "ConfigMap", "c", "default")
+    assert err.value.msg.startswith("get ConfigMap c failed: 503")
+    assert len(attempts(api, "GET", CM + "/c")) == kube.RETRIES + 1, "bounded"
+
+
+def test_a_server_that_never_answers_times_out_with_a_message(api, client):
+    api.inject("GET", CM + "/c$", *[{"delay": 3}] * (kube.RETRIES + 1))
+    with pytest.raises(ToolError) as err:
+        client.get("v1", "ConfigMap", "c", "default")
+    assert "did not answer after %d attempts" % (kube.RETRIES + 1) in err.value.msg
+    assert api.url in err.value.msg and "api_read_timeout (now 2s)" in err.value.msg
+
+
+def test_an_unreachable_server_is_a_message(api):
+    api.stop()
+    with pytest.raises(ToolError) as err:
+        KubeClient(kubeconfig=api.kubeconfig, api_connect_timeout=1).get("v1", "ConfigMap", "c", "default")
+    assert "did not answer" in err.value.msg or "cannot reach" in err.value.msg
+
+
+def test_a_conflict_names_the_field_manager(api, client):
+    api.inject("PATCH", CM + "/c$", {"status": 409, "message": 'Apply failed with 1 conflict: conflict with '
+                                                             '"kubectl-client-side-apply" using v1: .data.k'})
+    with pytest.raises(ToolError) as err:
+        client.apply(configmap(value="3"))
+    assert "409" in err.value.msg and "kubectl-client-side-apply" in err.value.msg
+    assert len(attempts(api, "PATCH", CM + "/c")) == 1, "a conflict is not transient"
+
+
+@pytest.mark.parametrize("value", [0, -1, 3601, "10", True])
+def test_bad_time_outs_are_refused(api, value):
+    with pytest.raises(ParamError) as err:
+        KubeClient(kubeconfig=api.kubeconfig, api_read_timeout=value)
+    assert err.value.field == "api_read_timeout"
+
+
+def test_the_worst_case_is_bounded():
+    assert kube.worst_case_seconds(10, 60) == 5 * 70 + 4 * 30
