@@ -51,7 +51,7 @@ options:
     description:
       - Seconds to wait for the API server's answer, per attempt (1 to 3600).
       - Transient failures are retried up to 4 times with exponential back-off and jitter (0.5 s doubling, at most
-        8 s between attempts): C(429 Too Many Requests) (its C(Retry-After) honoured up to 30 s), C(500), C(502),
+        8 s between attempts) on C(429 Too Many Requests) (its C(Retry-After) honoured up to 30 s), C(500), C(502),
         C(503), C(504), connection resets and time-outs, for idempotent requests (reads, server-side apply, merge
         patches, deletes); a connection refused is retried for any request. A call that still fails is an error
         naming the API server and the request.

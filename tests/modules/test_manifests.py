@@ -77,11 +77,63 @@ def test_render_writes_stable_files_only_when_they_change(tmp_path):
     ([{"kind": "ConfigMap", "metadata": {"name": "x"}}], "objects[0].apiVersion: is missing"),
     ([{"apiVersion": "v1", "metadata": {"name": "x"}}], "objects[0].kind: is missing"),
     ([OBJECTS[0], {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}], "objects[1].metadata.name: is missing"),
+    ([{"apiVersion": "v1", "kind": "../../etc", "metadata": {"name": "x"}}], "objects[0].kind: '../../etc' is not a kind"),
+    ([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "../x"}}], "objects[0].metadata.name: '../x'"),
+    ([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x" * 300}}], "objects[0].metadata.name: 'xxx"),
+    ([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "A/B"}}],
+     "objects[0].metadata.namespace: 'A/B' is not a valid name"),
+    ([{"apiVersion": "../v1", "kind": "ConfigMap", "metadata": {"name": "x"}}], "objects[0].apiVersion: '../v1'"),
 ])
-def test_bad_objects_are_refused_before_any_write(api, objects, words):
+def test_bad_objects_are_refused_before_any_write(api, objects, words, tmp_path):
     failed, result = run(api, objects=objects)
     assert failed and words in result["msg"] and "Fix:" in result["msg"]
     assert api.writes() == []
+    out = tmp_path / "bundle" / "unit"
+    failed, rendered = run_module("manifests", {"objects": objects, "render_to": str(out)})
+    assert failed and words in rendered["msg"]
+    assert list(tmp_path.rglob("*.yaml")) == [], "nothing written, inside or outside render_to"
+
+
+def test_a_long_name_gets_a_file_name_the_file_system_takes(tmp_path):
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a" * 253, "namespace": "n" * 63}}
+    failed, result = run_module("manifests", {"objects": [obj], "render_to": str(tmp_path)})
+    assert not failed, result.get("msg")
+    [name] = result["rendered"]["files"]
+    assert len(name.encode()) <= 255 and name.startswith("configmap-" + "n" * 63 + "-aaa") and name.endswith(".yaml")
+    failed, again = run_module("manifests", {"objects": [obj], "render_to": str(tmp_path)})
+    assert not failed and again["changed"] is False, "the same name the next time"
+
+
+def test_a_symlink_out_of_render_to_is_refused(tmp_path):
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("keep\n")
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    (folder / "configmap-team-a-settings.yaml").symlink_to(outside)
+    failed, result = run_module("manifests", {"objects": OBJECTS[1:], "render_to": str(folder)})
+    assert failed and "resolves outside" in result["msg"]
+    assert outside.read_text() == "keep\n"
+
+
+def test_one_refused_object_means_none_is_applied(fake_api_factory):
+    api = fake_api_factory(controllers=default_controllers(), require_namespaces=True)
+    api.clear_log()
+    objects = OBJECTS + [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "nowhere"},
+                          "data": {"a": "b"}}]
+    failed, result = run(api, objects=objects)
+    assert failed and "refused 1 of 3 objects in a server-side dry-run" in result["msg"]
+    assert "ConfigMap nowhere/x" in result["msg"] or "nowhere" in result["msg"]
+    assert api.writes() == [], "not even the Namespace"
+
+
+def test_objects_in_a_namespace_of_the_same_list_go_on_after_it(fake_api_factory):
+    api = fake_api_factory(controllers=default_controllers(), require_namespaces=True)
+    failed, check = run(api, check_mode=True)
+    assert not failed and check["changed"] is True and len(check["changed_objects"]) == 2
+    assert api.writes() == []
+    failed, first = run(api)
+    assert not failed, first.get("msg")
+    assert api.store.get("v1", "ConfigMap", "settings", "team-a") is not None
 
 
 WIDGET = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "team-a"}}

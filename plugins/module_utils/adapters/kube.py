@@ -299,19 +299,53 @@ class KubeClient:
     def apply_objects(self, objs, check_mode=False, missing=None):
         """Server-side apply each object that would change; returns (changed identities, diffs).
 
-        Each object is first applied with server-side dry-run and the answer compared with what
-        the cluster holds, so an unchanged object causes no write and no new resourceVersion.
-        With a list as ``missing``, an object that does not exist yet is not created: its identity
-        is appended there instead (a patch of someone else's object, such as an operator's DaemonSet).
+        Every object is first applied with server-side dry-run and the answer compared with what the cluster
+        holds, so an unchanged object causes no write and no new resourceVersion; and if the server refuses any
+        of them, none is applied (the error names each refusal). An object in a Namespace the same list
+        creates is tried once that Namespace exists. With a list as ``missing``, an object that does not exist
+        yet is not created: its identity is appended there instead (a patch of someone else's object, such as
+        an operator's DaemonSet).
         """
-        changed, diffs = [], []
+        new_namespaces = set()
+        plans, later, refused = [], [], []
         for obj in objs:
             meta = obj.get("metadata") or {}
             current = self.get(obj["apiVersion"], obj["kind"], meta.get("name"), meta.get("namespace"))
             if current is None and missing is not None:
                 missing.append(domain_objects.identity(obj))
                 continue
-            proposed = self.apply(obj, dry_run=True)
+            if obj["kind"] == "Namespace" and current is None:
+                new_namespaces.add(meta.get("name"))
+            try:
+                plans.append((obj, current, self.apply(obj, dry_run=True)))
+            except ToolError as exc:
+                if exc.details.get("status") == 404 and meta.get("namespace") in new_namespaces:
+                    later.append((obj, current))  # its Namespace is created first
+                else:
+                    refused.append("%s: %s" % (domain_objects.identity(obj), exc.msg))
+        _refuse(refused, len(objs))
+        changed, diffs = self._apply_planned(plans, check_mode)
+        if later and not check_mode:
+            plans = []
+            for obj, current in later:
+                try:
+                    plans.append((obj, current, self.apply(obj, dry_run=True)))
+                except ToolError as exc:
+                    refused.append("%s: %s" % (domain_objects.identity(obj), exc.msg))
+            _refuse(refused, len(objs), applied=changed)
+            more, more_diffs = self._apply_planned(plans, check_mode)
+            changed, diffs = changed + more, diffs + more_diffs
+        elif later:  # check mode: the Namespace is not there to try them in; they would be created
+            for obj, current in later:
+                name = domain_objects.identity(obj)
+                changed.append(name)
+                diffs.append({"before_header": name, "after_header": name, "before": {},
+                              "after": domain_objects.comparable(obj)})
+        return changed, diffs
+
+    def _apply_planned(self, plans, check_mode):
+        changed, diffs = [], []
+        for obj, current, proposed in plans:
             if not domain_objects.differs(current, proposed):
                 continue
             name = domain_objects.identity(obj)
@@ -333,6 +367,14 @@ class KubeClient:
         result = self.apply(obj, dry_run=dry_run)
         after = dict((result.get("metadata") or {}).get("labels") or {})
         return True, (before if current is not None else None), after
+
+
+def _refuse(refused, total, applied=()):
+    if refused:
+        raise ToolError("the API server refused %d of %d objects in a server-side dry-run, so %s: %s. Fix: correct "
+                        "them and run again" % (len(refused), total, "only their Namespaces (%s) were applied"
+                                                % ", ".join(applied) if applied else "none was applied",
+                                                "; ".join(refused)), refused=refused)
 
 
 def _seconds(field, value, default):

@@ -55,12 +55,28 @@ def _check_directory(directory):
                          "give a directory path, or move the file away")
 
 
+def inside(directory, name):
+    """The path of file ``name`` in ``directory``; a name that is not one plain file name (a separator, ``..``,
+    a NUL) or that resolves outside the directory (a symbolic link) is refused: nothing is written outside
+    render_to."""
+    if not name or name in (".", "..") or "/" in name or os.sep in name or "\0" in name:
+        raise ParamError("render_to", "the file name %r is not a plain name inside the folder" % (name,),
+                         "give objects a kind and metadata.name without '/' or '..'")
+    root = os.path.realpath(directory)
+    path = os.path.realpath(os.path.join(root, name))
+    if os.path.dirname(path) != root:
+        raise ParamError("render_to", "%s resolves outside %s" % (name, directory),
+                         "remove the symbolic link %s, or render into another folder" % os.path.join(directory, name))
+    return os.path.join(directory, name)
+
+
 def write_files(directory, files, check_mode=False):
     """Write ``{file name: text}``; returns (changed names, diffs) with before/after per file."""
     _check_directory(directory)
     changed, diffs = [], []
+    paths = {name: inside(directory, name) for name in files}  # every name checked before the first write
     for name in sorted(files):
-        path = os.path.join(directory, name)
+        path = paths[name]
         before = _read(path)
         after = files[name]
         if before == after:
@@ -69,25 +85,28 @@ def write_files(directory, files, check_mode=False):
         diffs.append({"before_header": path, "after_header": path, "before": before or "", "after": after})
         if check_mode:
             continue
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % name)
+        tmp = None
         try:
+            os.makedirs(directory, exist_ok=True)
+            # A short temporary name: the final name may already be as long as the file system allows.
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=".gpu-platform-", suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(after)
             os.chmod(tmp, 0o644)
             os.replace(tmp, path)
         except OSError as exc:
-            if os.path.exists(tmp):
+            if tmp and os.path.exists(tmp):
                 os.unlink(tmp)
-            raise ToolError("could not write %s: %s" % (path, exc))
+            raise ToolError("could not write %s: %s. Fix: check that the folder is writable" % (path, exc))
     return changed, diffs
 
 
 def remove_files(directory, names, check_mode=False):
     """Remove the named files that exist; returns (removed names, diffs)."""
     removed, diffs = [], []
+    paths = {name: inside(directory, name) for name in names}
     for name in sorted(names):
-        path = os.path.join(directory, name)
+        path = paths[name]
         before = _read(path)
         if before is None:
             continue

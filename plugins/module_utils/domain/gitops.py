@@ -12,6 +12,7 @@ argoproj.io/v1alpha1 (Argo CD v3.5).
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm_release import OCI, REPO
@@ -133,11 +134,20 @@ def render(request):
     return render_argocd(request) if request.render_format == "argocd" else render_flux(request)
 
 
+MAX_FILE_NAME = 255  # bytes, the limit of ext4, XFS and most file systems
+
+
 def file_name(obj):
-    """A stable file name per object: kind-namespace-name.yaml (cluster-scoped: kind-name.yaml)."""
+    """A stable file name per object: kind-namespace-name.yaml (cluster-scoped: kind-name.yaml). A name too long
+    for a file system (a 253-character object name in a 63-character namespace) keeps its start and gets a
+    digest of the whole, so it stays stable and unique."""
     meta = obj["metadata"]
     parts = [obj["kind"].lower()] + ([meta["namespace"]] if meta.get("namespace") else []) + [meta["name"]]
-    return "-".join(parts) + ".yaml"
+    stem = "-".join(parts)
+    if len(stem.encode("utf-8")) + len(".yaml") > MAX_FILE_NAME:
+        digest = hashlib.sha256(stem.encode("utf-8")).hexdigest()[:16]
+        stem = stem.encode("utf-8")[:MAX_FILE_NAME - len(".yaml") - 17].decode("utf-8", "ignore") + "-" + digest
+    return stem + ".yaml"
 
 
 def all_file_names(request):

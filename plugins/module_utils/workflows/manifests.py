@@ -9,12 +9,19 @@ modules that render their own objects (nic_cluster_policy).
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import render as render_adapter
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects as domain_objects
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 
 STATES = ("present", "absent")
+API_VERSION = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?v[0-9]+((alpha|beta)[0-9]+)?$")
+KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,62}$")
+# Object names: DNS subdomains for most kinds; RBAC objects may also hold ':' and some kinds '_' (path segment
+# names). Never '/', so a name cannot leave the render folder.
+OBJECT_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.:]*[A-Za-z0-9])?$")
 UNSERVED = ("fail", "skip")
 MISSING = ("create", "skip")
 
@@ -31,8 +38,21 @@ def check_objects(objects, field="objects"):
         for key in ("apiVersion", "kind"):
             if not isinstance(obj.get(key), str) or not obj[key]:
                 raise ParamError("%s.%s" % (where, key), "is missing", "give the object's %s" % key)
+        if not API_VERSION.match(obj["apiVersion"]):
+            raise ParamError(where + ".apiVersion", "%r is not an API version" % obj["apiVersion"][:100],
+                             "give v1 or group/version, e.g. apps/v1")
+        if not KIND.match(obj["kind"]):
+            raise ParamError(where + ".kind", "%r is not a kind (letters and digits, starting with a letter, at "
+                             "most 63)" % obj["kind"][:100], "give the object's kind, e.g. ConfigMap")
         if not isinstance(obj.get("metadata"), dict) or not obj["metadata"].get("name"):
             raise ParamError("%s.metadata.name" % where, "is missing", "give the object a name")
+        name = obj["metadata"]["name"]
+        if not isinstance(name, str) or len(name) > 253 or not OBJECT_NAME.match(name):
+            raise ParamError(where + ".metadata.name", "%r is not a Kubernetes object name (at most 253 characters: "
+                             "letters, digits, '-', '.', '_' or ':', starting and ending with a letter or digit)"
+                             % (str(name)[:100],), "give a name such as gpu-platform-smoke")
+        if obj["metadata"].get("namespace") is not None:
+            validate.dns_label(where + ".metadata.namespace", obj["metadata"]["namespace"])
     return objects
 
 
