@@ -12,7 +12,8 @@ import os
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import bundle, images, node_labels, versions
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
+    bundle, helm_release, images, node_labels, versions)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError
 
 
@@ -72,6 +73,12 @@ def chart_image_mirrors(chart, mirrors, field=images.FIELD):
 
 
 @_user_errors
+def chart_settings_check(named):
+    """The inventory's chart overrides ({variable: value}) checked all at once; fails listing every bad one."""
+    return helm_release.check_chart_settings(named)
+
+
+@_user_errors
 def node_label_patches(bundle_dir):
     """The node_labels module's ``nodes`` entries from the ``*/*-node-labels.yaml`` files of a bundle's folder."""
     files = []
@@ -93,4 +100,4 @@ class FilterModule:
         return {"version_matrix_check": version_matrix_check, "bundle_unit": bundle_unit,
                 "gitops_layout": gitops_layout, "image_mirror": image_mirror,
                 "chart_image_mirrors": chart_image_mirrors, "image_mirrors_check": image_mirrors_check,
-                "node_label_patches": node_label_patches}
+                "node_label_patches": node_label_patches, "chart_settings_check": chart_settings_check}

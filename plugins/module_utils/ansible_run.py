@@ -25,7 +25,7 @@ def execute(module, call):
         module.fail_json(msg="%s failed unexpectedly (%s: %s). This is a bug in gpu_platform.cluster: please report "
                          "it with the task's options (without secrets); -vvv shows where it happened"
                          % (module._name, type(exc).__name__, exc),  # pylint: disable=protected-access
-                         exception=traceback.format_exc())
+                         exception=traceback.format_exc(limit=50))
     for warning in result.pop("warnings", []):
         module.warn(warning)
     module.exit_json(**result)

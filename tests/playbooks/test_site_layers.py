@@ -62,6 +62,12 @@ def test_kai_instead_of_volcano(direct_site):
     ({"scheduling_teams": [dict(TEAMS[0], quota={"h100": 8})]}, "scheduling_teams[0].quota.h100"),
     ({"scheduling_teams": [dict(TEAMS[0], namespaces=[])]}, "scheduling_teams[0].namespaces"),
     ({"monitoring_thresholds": {"temperature_celsius": 300}}, "monitoring_thresholds.temperature_celsius"),
+    # A later layer's chart source or version, and the image mirrors, are checked before the first layer writes.
+    ({"scheduling_kueue_chart_version": "latest"}, "scheduling_kueue_chart_version: 'latest' is not a version"),
+    ({"gpu_operator_chart_repo_url": "https://robot:s3cr3t@charts.example.com/nvidia"},
+     "gpu_operator_chart_repo_url: the URL holds credentials"),
+    ({"scheduling_volcano_chart_repo_url": "ftp://charts.example.com"}, "scheduling_volcano_chart_repo_url: 'ftp:"),
+    ({"gpu_platform_image_mirrors": {"nvcr.io": "harbor"}}, "gpu_platform_image_mirrors.nvcr.io"),
 ])
 def test_bad_layer_inputs_stop_site_before_any_write(direct_site, over, words):
     runner, api, repo = direct_site()
@@ -69,6 +75,7 @@ def test_bad_layer_inputs_stop_site_before_any_write(direct_site, over, words):
     assert result.failed == 1
     assert any(words in m for m in result.failure_messages()), result.failure_messages()
     assert api.writes() == []
+    assert "s3cr3t" not in result.stdout
 
 
 def test_monitoring_applies_what_the_cluster_serves_and_says_what_it_skips(direct_site):

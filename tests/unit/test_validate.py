@@ -99,3 +99,32 @@ def test_given_drops_unset_options_and_suboptions():
               "mig_config": {"version": None}}
     assert validate.given(params, suboptions=("selectors",)) == {
         "mode": "sriov", "selectors": {"vendors": ["15b3"]}, "mig_config": {"version": None}}
+
+
+@pytest.mark.parametrize("value, expected", [("10m", "10m"), (" 1h30m ", "1h30m"), ("90s", "90s"), ("1.5h", "1.5h")])
+def test_go_durations_as_flux_takes_them(value, expected):
+    assert validate.go_duration("flux_interval", value) == expected
+
+
+@pytest.mark.parametrize("value, words", [
+    ("forever", "not a duration"), ("10", "not a duration"), ("-5m", "not a duration"), ("", "not a duration"),
+    (None, "not a duration"), (True, "not a duration"), ("10d", "not a duration"), ("0s", "outside"),
+    ("9999h", "outside"), ("500ms", "outside"),
+])
+def test_bad_go_durations_are_refused(value, words):
+    with pytest.raises(ParamError) as err:
+        validate.go_duration("flux_interval", value)
+    assert err.value.field == "flux_interval" and words in err.value.msg
+
+
+@pytest.mark.parametrize("url", ["https://robot:s3cr3t@charts.example.com/x", "oci://robot:s3cr3t@ghcr.io/a/b",
+                                 "http://token@charts.example.com"])
+def test_credentials_in_a_url_are_refused_and_not_echoed(url):
+    with pytest.raises(ParamError) as err:
+        validate.url_without_credentials("chart_repo_url", url)
+    assert "credentials" in err.value.msg and "s3cr3t" not in err.value.msg and "robot" not in err.value.msg
+
+
+def test_a_url_without_credentials_passes():
+    assert validate.url_without_credentials("f", " https://helm.ngc.nvidia.com/nvidia ") == "https://helm.ngc.nvidia.com/nvidia"
+    assert validate.url_without_credentials("f", "oci://ghcr.io/nvidia/x@sha256:abc") == "oci://ghcr.io/nvidia/x@sha256:abc"

@@ -75,8 +75,8 @@ def classify_chart(chart_ref, chart_repo_url, local_kind=None):
     ``local_kind`` is what the caller found on disk at ``chart_ref``: "dir", "tgz" or None.
     A local chart's name is not known here; the workflow reads it from Chart.yaml.
     """
-    ref = (chart_ref or "").strip()
-    url = (chart_repo_url or "").strip()
+    ref = validate.url_without_credentials("chart_ref", chart_ref)
+    url = validate.url_without_credentials("chart_repo_url", chart_repo_url)
     if not ref:
         raise ParamError("chart_ref", "is required for state=present",
                          "give a chart name with chart_repo_url, an oci:// reference, or a local chart path")
@@ -94,9 +94,7 @@ def classify_chart(chart_ref, chart_repo_url, local_kind=None):
                              "drop the tag and pin the version with chart_version")
         return ChartSource(OCI, "oci://" + path, last)
     if url:
-        if not re.match(r"^(https?|file)://", url):
-            raise ParamError("chart_repo_url", "%r is not an http(s) URL" % url,
-                             "give the repository URL, e.g. https://helm.ngc.nvidia.com/nvidia")
+        _repo_url("chart_repo_url", url)
         if "/" in ref or not CHART_NAME.match(ref):
             raise ParamError("chart_ref", "%r is not a bare chart name, but chart_repo_url is set" % ref,
                              "give only the chart name (e.g. gpu-operator) with chart_repo_url")
@@ -141,6 +139,37 @@ def normalize(values):
     return json.loads(json.dumps(values or {}, sort_keys=True))
 
 
+CHART_SETTING = re.compile(r"_chart_(ref|repo_url|version)$")
+
+
+def check_chart_settings(named):
+    """The chart settings an inventory overrides ({variable: value} for ``*_chart_ref``, ``*_chart_repo_url`` and
+    ``*_chart_version``), each checked as helm_pinned_release will check it, all reported at once: before the
+    first layer writes, a later layer's bad chart source or version cannot be found out half way."""
+    checks = []
+    for name in sorted(named):
+        kind = CHART_SETTING.search(name)
+        value = named[name]
+        if kind is None:
+            continue
+        if kind.group(1) == "version":
+            checks.append(lambda n=name, v=value: validate.exact_version(n, v))
+        elif kind.group(1) == "repo_url":
+            checks.append(lambda n=name, v=value: _repo_url(n, v))
+        else:
+            checks.append(lambda n=name, v=value: validate.url_without_credentials(n, v))
+    return validate.every(checks, "chart settings")
+
+
+def _repo_url(field_name, value):
+    url = validate.url_without_credentials(field_name, value)
+    if url and not re.match(r"^(https?|file)://", url):
+        raise ParamError(field_name, "%r is not an http(s) URL" % url,
+                         "give the repository URL, e.g. https://helm.ngc.nvidia.com/nvidia, or leave it empty for "
+                         "an oci:// chart reference")
+    return url
+
+
 def depends_on(value, namespace):
     """The releases a rendered HelmRelease waits for: a list of {name, namespace} (namespace defaults to the
     release's own), as sorted (namespace, name) pairs without duplicates."""
@@ -181,6 +210,7 @@ def build_request(params, local_kind=None):
         argocd_namespace=validate.dns_label("argocd_namespace", params.get("argocd_namespace") or "argocd"),
         plain_http=bool(params.get("plain_http")),
         depends_on=depends_on(params.get("depends_on"), namespace),
+        flux_interval=validate.go_duration("flux_interval", params.get("flux_interval") or "10m", minimum=10),
     )
     if state == "absent":
         return ReleaseRequest(chart=None, version="", values={}, **common)

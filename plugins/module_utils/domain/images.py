@@ -122,18 +122,9 @@ def check_mirrors(mirrors, field=FIELD):
 def check_all(named):
     """Every layer's mirror map checked at once: ``named`` is {variable name: mirrors}. Raises one
     ParamError listing every bad entry (field, problem, fix); returns {variable name: checked mirrors}."""
-    out, errors = {}, []
-    for name in sorted(named):
-        try:
-            out[name] = check_mirrors(named[name], name)
-        except ParamError as exc:
-            errors.append(exc)
-    if len(errors) == 1:
-        raise errors[0]
-    if errors:
-        raise ParamError(", ".join(e.field for e in errors), "%d mirror settings are wrong: %s" % (
-            len(errors), "; ".join(e.msg for e in errors)), "correct each as said above")
-    return out
+    names = sorted(named)
+    checked = validate.every([lambda n=n: check_mirrors(named[n], n) for n in names], "mirror settings")
+    return dict(zip(names, checked))
 
 
 def split_registry(reference):

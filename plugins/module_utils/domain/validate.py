@@ -36,6 +36,23 @@ IMAGE_REFERENCE = re.compile(
 EXAMPLE_IMAGE = "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"
 
 
+def every(checks, what="settings"):
+    """Run each check (a callable returning a value) and return their values; if any raises ParamError, raise one
+    ParamError that names every failed field with its problem and fix, so a user fixes them all in one go."""
+    values, errors = [], []
+    for check in checks:
+        try:
+            values.append(check())
+        except ParamError as exc:
+            errors.append(exc)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ParamError(", ".join(e.field for e in errors), "%d %s are wrong: %s" % (
+            len(errors), what, "; ".join(e.msg for e in errors)), "correct each as said above")
+    return values
+
+
 def given(params, suboptions=()):
     """The options the user gave: AnsibleModule fills unset options (and the unset keys of the
     ``suboptions`` dicts) with None, and the domain's defaults apply only to options left out."""
@@ -130,6 +147,37 @@ def duration_seconds(field, value):
     if seconds <= 0:
         raise ParamError(field, "must be greater than zero", "give a positive duration such as 300 or 5m")
     return seconds
+
+
+# Flux's CRDs take intervals and time-outs as Go durations (their schema's pattern).
+GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$")
+_GO_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+
+
+def go_duration(field, value, minimum=1, maximum=7 * 24 * 3600):
+    """A Go duration string as Flux's CRDs take it (``10m``, ``1h30m``, ``90s``), between ``minimum`` and
+    ``maximum`` seconds; returns it stripped."""
+    text = "" if value is None or isinstance(value, bool) else str(value).strip()
+    if not GO_DURATION.match(text):
+        raise ParamError(field, "%r is not a duration" % (str(value)[:100],),
+                         "give a Go duration such as 10m, 1h or 90s (units ms, s, m, h)")
+    seconds = sum(float(n) * _GO_UNITS[u] for n, dummy, u in re.findall(r"([0-9]+(\.[0-9]+)?)(ms|s|m|h)", text))
+    if not minimum <= seconds <= maximum:
+        raise ParamError(field, "%s is %g seconds, outside %g to %g" % (text, seconds, minimum, maximum),
+                         "give a duration between %ds and %dh" % (minimum, maximum // 3600))
+    return text
+
+
+def url_without_credentials(field, url):
+    """``url`` unchanged when it holds no user name or password; else refused without echoing them."""
+    text = str(url or "").strip()
+    match = re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://([^/?#]*)", text)
+    if match and "@" in match.group(1):
+        raise ParamError(field, "the URL holds credentials (user:password@), which would be written into the "
+                         "GitOps bundle, results and logs",
+                         "give the URL without them; for a private repository, mirror it to one the cluster "
+                         "reaches without credentials, or create the Flux source's secretRef by hand")
+    return text
 
 
 def sha256_hex(field, value):
