@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import images, validate, versions
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import images, objects, validate, versions
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 CHART_NAME = "nvidia-dra-driver-gpu"
@@ -347,12 +347,12 @@ def example_claim(namespace, name="gpu-claim", image="nvcr.io/nvidia/cuda:12.9.1
     pod = {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-        "spec": {
+        "spec": objects.restricted({
             "restartPolicy": "Never",
             "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": name}],
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
             "containers": [{"name": "nvidia-smi", "image": image, "command": ["nvidia-smi"],
                             "resources": {"claims": [{"name": "gpu"}]}}],
-        },
+        }),
     }
     return [template, pod]

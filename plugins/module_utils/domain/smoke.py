@@ -87,7 +87,7 @@ import datetime
 import math
 import re
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import dra, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import dra, objects, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 PREFIX = "gpu-platform-smoke-"
@@ -294,12 +294,12 @@ def cuda_pod(namespace, image, resources=None, node_selector=None, suffix=None):
     pod = {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": _meta(_name(CUDA, suffix or _resource_suffix(limits)), namespace, CUDA),
-        "spec": {
+        "spec": objects.restricted({
             "restartPolicy": "Never",
             "tolerations": [dict(GPU_TOLERATION)],
             "containers": [{"name": "nvidia-smi", "image": image, "command": ["nvidia-smi"],
                             "resources": {"limits": limits}}],
-        },
+        }),
     }
     if selector:
         pod["spec"]["nodeSelector"] = selector
@@ -345,8 +345,8 @@ def gang_job(scheduler, namespace, image, replicas=2, queue="default"):
     replicas = _positive_int(FIELDS["replicas"], replicas, minimum=2, example="2")
     queue = _queue(queue)
     name = _name(GANG)
-    pod_spec = {"restartPolicy": "Never", "tolerations": [dict(GPU_TOLERATION)],
-                "containers": [_gang_container(image)]}
+    pod_spec = objects.restricted({"restartPolicy": "Never", "tolerations": [dict(GPU_TOLERATION)],
+                                   "containers": [_gang_container(image)]})
     if scheduler == VOLCANO:
         return [{
             "apiVersion": VOLCANO_JOB_API, "kind": "Job",
@@ -364,9 +364,7 @@ def gang_job(scheduler, namespace, image, replicas=2, queue="default"):
     }
     pods = []
     for index in range(replicas):
-        spec = dict(pod_spec, schedulerName=KAI_SCHEDULER_NAME)
-        spec["tolerations"] = [dict(GPU_TOLERATION)]
-        spec["containers"] = [_gang_container(image)]
+        spec = objects.restricted(dict(pod_spec, schedulerName=KAI_SCHEDULER_NAME))
         pods.append({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": _meta("%s-%d" % (name, index), namespace, GANG, labels={KAI_QUEUE_LABEL: queue},
