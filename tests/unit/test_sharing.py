@@ -449,3 +449,33 @@ def test_label_requests_change_only_the_nodes_whose_config_label_differs():
     assert [entry["nodes"] for entry in report] == [["a", "b", "c"], ["d"]]
     # Every node already labelled: nothing to write.
     assert node_labels.plan(requests, [[node("a", {key: "inference"})], []])[1] == []
+
+
+MIG_POOL = {"name": "training", "node_selector": {"nodepool": "training"}, "sharing": "mig", "mig_profile": "all-1g.10gb"}
+
+
+@pytest.mark.parametrize("over, field, words", [
+    ({"mig_profile": "all-9g.99gb"}, "gpu_sharing_pools[0].mig_profile", "not a MIG layout of any GPU"),
+    ({"mig_profile": "all-1g.12gb", "gpu_product": "A100-80GB"}, "gpu_sharing_pools[0].mig_profile",
+     "needs the MIG profile 1g.12gb, which A100-80GB does not have"),
+    ({"gpu_product": "NVIDIA-T4"}, "gpu_sharing_pools[0].gpu_product", "not a MIG-capable GPU"),
+    ({"mig_profile": "all-balanced", "gpu_product": "RTX-9000"}, "gpu_sharing_pools[0].gpu_product", "RTX-9000"),
+])
+def test_a_mig_layout_is_checked_against_the_catalog_without_a_cluster(over, field, words):
+    with pytest.raises(ParamError) as err:
+        sharing.validate_pools([dict(MIG_POOL, **over)])
+    assert err.value.field == field and words in err.value.msg and "Fix:" in err.value.msg
+
+
+@pytest.mark.parametrize("product, key", [("A100-80GB", "A100-80GB"), ("NVIDIA-A100-SXM4-80GB", "A100-80GB"),
+                                          (None, None)])
+def test_a_layout_of_the_pools_gpu_passes(product, key):
+    raw = dict(MIG_POOL, gpu_product=product) if product else dict(MIG_POOL)
+    [pool] = sharing.validate_pools([raw])
+    assert pool.gpu_product == key and pool.mig_profile == "all-1g.10gb"
+
+
+def test_gpu_product_belongs_to_mig_pools_only():
+    with pytest.raises(ParamError) as err:
+        sharing.validate_pools([{"name": "a", "node_selector": {"a": "b"}, "sharing": "none", "gpu_product": "A100-80GB"}])
+    assert err.value.field == "gpu_sharing_pools[0].gpu_product"

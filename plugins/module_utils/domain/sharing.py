@@ -55,7 +55,7 @@ import dataclasses
 import hashlib
 import json
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 
 FIELD = "gpu_sharing_pools"
@@ -86,11 +86,11 @@ MIN_REPLICAS = 2  # the plugin's own floor (api/config/v1/replicas.go: "must be 
 MAX_REPLICAS = 64
 
 POOL_KEYS = ("name", "node_selector", "sharing", "replicas", "rename_by_default", "fail_requests_greater_than_one",
-             "multi_tenant", "mig_profile", "mig_strategy")
+             "multi_tenant", "mig_profile", "mig_strategy", "gpu_product")
 # Keys that only mean something for one sharing mode, with the default that is tolerated elsewhere
 # (so a role may combine every pool with the same defaults dict).
 TIME_SLICING_ONLY = {"replicas": None, "rename_by_default": False, "fail_requests_greater_than_one": True}
-MIG_ONLY = {"mig_profile": None, "mig_strategy": "single"}
+MIG_ONLY = {"mig_profile": None, "mig_strategy": "single", "gpu_product": None}
 
 ISOLATION_WARNING = ("gpu_sharing pool %r: time-slicing gives no memory or fault isolation between the %d "
                      "replicas of a GPU (one tenant can exhaust its memory or crash the others' work), yet "
@@ -114,6 +114,7 @@ class Pool:
     multi_tenant: bool = False
     mig_profile: str | None = None
     mig_strategy: str | None = None
+    gpu_product: str | None = None
     field: str = dataclasses.field(default=FIELD + "[0]", compare=False)
 
     @property
@@ -233,7 +234,32 @@ def _pool(raw, index):
                              "use single (one MIG size per node, requested as nvidia.com/gpu) or mixed "
                              "(nvidia.com/mig-<size> resources)")
         fields["mig_strategy"] = strategy
+        fields["gpu_product"] = _mig_layout(prefix, fields["mig_profile"], raw.get("gpu_product"))
     return Pool(**fields)
+
+
+def _mig_layout(prefix, layout, product):
+    """The pool's MIG layout checked against the MIG catalog, also where no cluster is read (GitOps rendering):
+    on ``gpu_product`` (a catalog key or GFD's nvidia.com/gpu.product value) when the pool names it, else on
+    every GPU the catalog knows. Returns the product's catalog key, or None."""
+    if product is not None:
+        key = product if product in mig.CATALOG else mig.product_for_label(product)
+        if key is None:
+            raise ParamError(prefix + ".gpu_product", "%r is not a MIG-capable GPU of the catalog" % (product,),
+                             "use one of %s, or GFD's nvidia.com/gpu.product value such as NVIDIA-A100-SXM4-80GB"
+                             % ", ".join(mig.CATALOG))
+        try:
+            mig.named_layout(layout, key)
+        except ParamError as exc:
+            raise ParamError(prefix + ".mig_profile", exc.msg[len(exc.field) + 2:].split(". Fix: ")[0],
+                             exc.msg.split(". Fix: ", 1)[1])
+        return key
+    if not any(layout in mig.layout_names(key) for key in mig.CATALOG):
+        raise ParamError(prefix + ".mig_profile", "%r is not a MIG layout of any GPU the catalog knows (%s)"
+                         % (layout, ", ".join(mig.CATALOG)),
+                         "use all-balanced or all-<profile> with a profile of the pool's GPU, e.g. all-1g.10gb on "
+                         "A100-80GB; name the GPU as gpu_product to have the layout checked against it")
+    return None
 
 
 def validate_pools(pools):
