@@ -79,6 +79,12 @@ def chart_settings_check(named):
 
 
 @_user_errors
+def image_pins_check(named, allow=False):
+    """{extra-values variable: [chart, extra values]} checked for overrides of pinned images, all at once."""
+    return images.check_pins({k: tuple(v) for k, v in named.items()}, allow)
+
+
+@_user_errors
 def node_label_patches(bundle_dir):
     """The node_labels module's ``nodes`` entries from the ``*/*-node-labels.yaml`` files of a bundle's folder."""
     files = []
@@ -100,4 +106,5 @@ class FilterModule:
         return {"version_matrix_check": version_matrix_check, "bundle_unit": bundle_unit,
                 "gitops_layout": gitops_layout, "image_mirror": image_mirror,
                 "chart_image_mirrors": chart_image_mirrors, "image_mirrors_check": image_mirrors_check,
-                "node_label_patches": node_label_patches, "chart_settings_check": chart_settings_check}
+                "node_label_patches": node_label_patches, "chart_settings_check": chart_settings_check,
+                "image_pins_check": image_pins_check}

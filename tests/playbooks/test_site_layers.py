@@ -68,6 +68,10 @@ def test_kai_instead_of_volcano(direct_site):
      "gpu_operator_chart_repo_url: the URL holds credentials"),
     ({"scheduling_volcano_chart_repo_url": "ftp://charts.example.com"}, "scheduling_volcano_chart_repo_url: 'ftp:"),
     ({"gpu_platform_image_mirrors": {"nvcr.io": "harbor"}}, "gpu_platform_image_mirrors.nvcr.io"),
+    ({"gpu_operator_extra_values": {"driver": {"version": "999.1.1"}}},
+     "gpu_operator_extra_values.driver.version: would change a pinned image"),
+    ({"network_operator_extra_values": {"operator": {"repository": "evil.example.com/x"}}},
+     "network_operator_extra_values.operator.repository"),
 ])
 def test_bad_layer_inputs_stop_site_before_any_write(direct_site, over, words):
     runner, api, repo = direct_site()

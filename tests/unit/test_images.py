@@ -107,3 +107,28 @@ def test_the_nic_cluster_policy_pulls_every_component_from_the_mirror_with_the_s
     with pytest.raises(ParamError) as err:
         nic_policy.build_request(dict(params, image_mirrors={"nvcr.io": "http://h.example.com"}))
     assert err.value.field == "image_mirrors.nvcr.io"
+
+
+def test_extra_values_that_change_a_pinned_image_are_found():
+    extra = {"driver": {"version": "999.1.1", "rdma": {"enabled": True}}, "toolkit": {"repository": "r.io/x"},
+             "dcgmExporter": {"serviceMonitor": {"enabled": True}}, "operator": {"defaultRuntime": "containerd"}}
+    assert images.pinned_overrides("gpu-operator", extra, "gpu_operator_extra_values") == [
+        "gpu_operator_extra_values.driver.version", "gpu_operator_extra_values.toolkit.repository"]
+    sriov = {"sriov-network-operator": {"images": {"operator": "x.io/op:1"}}, "operator": {"tag": "v1"}}
+    assert images.pinned_overrides("network-operator", sriov, "f") == [
+        "f.operator.tag", "f.sriov-network-operator.images.operator"]
+    assert images.pinned_overrides("gpu-operator", {"mig": {"strategy": "mixed"}}, "f") == []
+
+
+def test_pin_overrides_are_refused_unless_allowed():
+    named = {"gpu_operator_extra_values": ("gpu-operator", {"driver": {"version": "999.1.1"}}),
+             "network_operator_extra_values": ("network-operator", {"operator": {"repository": "x.io/y"}})}
+    with pytest.raises(ParamError) as err:
+        images.check_pins(named)
+    assert err.value.field == ("gpu_operator_extra_values.driver.version, "
+                               "network_operator_extra_values.operator.repository")
+    assert "gpu_platform_allow_image_overrides: true" in err.value.msg
+    assert images.check_pins(named, allow=True) == []
+    with pytest.raises(ParamError) as bad:
+        images.check_pins(named, allow="yes")
+    assert bad.value.field == "gpu_platform_allow_image_overrides"

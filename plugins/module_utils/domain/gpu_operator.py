@@ -122,6 +122,8 @@ def build_values(settings):
         raise ParamError("gpu_operator_extra_values", "must be a dictionary of chart values",
                          "give structured values, e.g. {operator: {defaultRuntime: containerd}}")
     _check_overrides(extra, values)
+    images.check_pins({"gpu_operator_extra_values": ("gpu-operator", extra)},
+                      settings.get("allow_image_overrides", False))
     return deep_merge(values, extra)
 
 

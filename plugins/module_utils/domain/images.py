@@ -77,6 +77,47 @@ NOT_MIRRORED = {
 }
 
 
+# What makes an image block's pin: its tag or digest, and where it comes from.
+PIN_KEYS = ("repository", "image", "version", "tag", "digest")
+ALLOW_FIELD = "gpu_platform_allow_image_overrides"
+
+
+def pinned_overrides(chart, extra, field):
+    """The dotted paths of ``extra`` (a release's extra values) that would change a pinned image of ``chart``: a
+    repository, image, version, tag or digest under one of its image blocks (CHART_IMAGES, NOT_MIRRORED)."""
+    blocks = [path[:-1] for path, dummy in CHART_IMAGES.get(chart, ())] + list(NOT_MIRRORED.get(chart, ()))
+    found = []
+    for block in blocks:
+        node = extra
+        for key in block:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            keys = sorted(node) if block and block[-1] == "images" else [k for k in PIN_KEYS if k in node]
+            found += ["%s.%s" % (field, ".".join(block + (key,))) for key in keys]
+        elif node is not None and block and block[-1] == "images":
+            found.append("%s.%s" % (field, ".".join(block)))
+    return sorted(set(found))
+
+
+def check_pins(named, allow=False):
+    """Every release's extra values ({field: (chart, extra values)}) checked for overrides of pinned images, all
+    reported at once; with ``allow`` (gpu_platform_allow_image_overrides) they pass."""
+    if allow is True:
+        return []
+    if allow is not False:
+        raise ParamError(ALLOW_FIELD, "%r is not true or false" % (allow,), "set it to true or false")
+    paths = []
+    for field in sorted(named):
+        chart, extra = named[field]
+        paths += pinned_overrides(chart, extra if isinstance(extra, dict) else {}, field)
+    if paths:
+        raise ParamError(", ".join(paths), "would change a pinned image (its repository, tag, digest or version), "
+                         "which the platform's version matrix and upgrade order were not checked with",
+                         "drop it: set a driver version with gpu_operator_driver_version, a registry with "
+                         "gpu_platform_image_mirrors; or, knowingly, set %s: true" % ALLOW_FIELD)
+    return paths
+
+
 def check_mirrors(mirrors, field=FIELD):
     """The mirror map, checked: registry host -> mirror (host[:port][/path]), no scheme, no credentials,
     no tag. Returns a plain dict with the keys and values stripped."""
