@@ -28,12 +28,15 @@ MISMATCH = "Failed to initialize NVML: Driver/library version mismatch\nNVML lib
 @pytest.fixture
 def cluster(fake_api_factory):
     """A fake cluster with the smoke namespace, Volcano's job controller and pods told what to do."""
-    def make(outcomes, crd_dirs=(DEFAULT_CRD_DIR, FIXTURE_CRDS), namespace=True):
+    def make(outcomes, crd_dirs=(DEFAULT_CRD_DIR, FIXTURE_CRDS), namespace=True, rdma_nodes=2, gpus=8):
         pods = SmokePods(outcomes)
         api = fake_api_factory(clock=FakeClock(), require_namespaces=True, crd_dirs=list(crd_dirs),
                                controllers=[SimulatedVolcanoJobs(), pods] + default_controllers())
         if namespace:
             api.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        for index in range(rdma_nodes):  # the nodes an nccl-tests run needs (nodes x gpus_per_node GPUs)
+            api.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "rdma-%d" % index},
+                              "status": {"allocatable": {"nvidia.com/gpu": str(gpus)}}})
         api.clear_log()
         return api
     return make
@@ -251,6 +254,15 @@ def test_nccl_over_tcp_sockets_fails_for_want_of_gdrdma(cluster):
     assert failed and "GDRDMA" in result["msg"] and "NET/Socket" in result["msg"]
 
 
+@pytest.mark.parametrize("rdma_nodes, gpus, words", [(1, 8, "is 2, but 1 node(s) have 8 allocatable GPUs (rdma-0)"),
+                                                     (2, 4, "is 2, but 0 node(s) have 8 allocatable GPUs (none)")])
+def test_nccl_larger_than_the_cluster_is_refused_before_any_write(cluster, rdma_nodes, gpus, words):
+    api = cluster(NCCL_OUTCOMES, rdma_nodes=rdma_nodes, gpus=gpus)
+    failed, result = module(api, check="nccl", image=NCCL_IMAGE)
+    assert failed and result["msg"].startswith("smoke_tests_nccl_nodes: " + words), result["msg"]
+    assert api.writes() == []
+
+
 def test_nccl_without_volcano_is_refused_with_the_fix(cluster):
     api = cluster(NCCL_OUTCOMES, crd_dirs=())
     failed, result = module(api, check="nccl", image=NCCL_IMAGE)
@@ -447,6 +459,9 @@ def test_render_of_allocatable_writes_nothing(tmp_path):
     ({"check": "gang", "image": CUDA_IMAGE, "replicas": 1}, "replicas", "at least 2"),
     ({"check": "gang", "image": CUDA_IMAGE, "window_seconds": 0}, "window_seconds", "greater than 0"),
     ({"check": "nccl", "image": NCCL_IMAGE, "nodes": 1}, "nodes", "at least 2"),
+    ({"check": "nccl", "image": NCCL_IMAGE, "nodes": 100000}, "nodes", "above the most a smoke test runs (1024)"),
+    ({"check": "nccl", "image": NCCL_IMAGE, "gpus_per_node": 64}, "gpus_per_node", "above the most"),
+    ({"check": "gang", "image": NCCL_IMAGE, "replicas": 5000}, "replicas", "above the most"),
     ({"check": "nccl", "image": NCCL_IMAGE, "min_busbw_gbps": -1}, "min_busbw_gbps", "greater than 0"),
     ({"check": "nccl", "image": NCCL_IMAGE, "rdma_resource": {"nvidia.com/gpu": 1}}, "rdma_resource", "must not"),
     ({"check": "nccl", "image": NCCL_IMAGE, "network": "Bad Net"}, "network", ""),

@@ -170,13 +170,36 @@ RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.
 
 # -- input validation -----------------------------------------------------------------------------
 
-def _positive_int(field, value, minimum=1, example="2"):
+# Ceilings of what a smoke test may ask for: past them a value is a typo (100000 nodes), not a plan. The largest
+# GPU nodes carry 8 GPUs (16 leaves room); an NCCL run over more than 1,024 nodes is a benchmark, not a smoke test.
+MAX_NCCL_NODES = 1024
+MAX_GPUS_PER_NODE = 16
+MAX_GANG_REPLICAS = 256
+
+
+def _positive_int(field, value, minimum=1, example="2", maximum=None):
     if isinstance(value, bool) or not isinstance(value, int):
         raise ParamError(field, "%r is not a whole number" % (value,), "give a number such as %s" % example)
     if value < minimum:
         raise ParamError(field, "is %d, it must be at least %d" % (value, minimum),
                          "give a number of %d or more, such as %s" % (minimum, example))
+    if maximum is not None and value > maximum:
+        raise ParamError(field, "is %d, above the most a smoke test runs (%d)" % (value, maximum),
+                         "give at most %d (check for a typo)" % maximum)
     return value
+
+
+def nccl_fits(nodes, gpus_per_node, node_objects):
+    """Refuse an NCCL test the cluster cannot hold: fewer schedulable nodes with ``gpus_per_node`` allocatable GPUs
+    than ``nodes``. ``node_objects`` are the cluster's Nodes (as the API returns them)."""
+    fitting = sorted(name for name, allocatable in _allocatable_by_node(node_objects).items()
+                     if (allocatable_count(allocatable.get(GPU_RESOURCE)) or 0) >= gpus_per_node)
+    if len(fitting) < nodes:
+        raise ParamError(FIELDS["nodes"], "is %d, but %d node(s) have %d allocatable GPUs (%s)" % (
+            nodes, len(fitting), gpus_per_node, ", ".join(fitting[:5]) + (" ..." if len(fitting) > 5 else "")
+            if fitting else "none"),
+            "give at most %d nodes, or fewer GPUs per node (%s)" % (len(fitting), FIELDS["gpus_per_node"]))
+    return fitting
 
 
 def positive_number(field, value, example="100"):
@@ -342,7 +365,7 @@ def gang_job(scheduler, namespace, image, replicas=2, queue="default"):
                          "use one of: %s" % ", ".join(SCHEDULERS))
     validate.dns_label(FIELDS["namespace"], namespace)
     image = validate.pinned_image(FIELDS["image"], image)
-    replicas = _positive_int(FIELDS["replicas"], replicas, minimum=2, example="2")
+    replicas = _positive_int(FIELDS["replicas"], replicas, minimum=2, example="2", maximum=MAX_GANG_REPLICAS)
     queue = _queue(queue)
     name = _name(GANG)
     pod_spec = objects.restricted({"restartPolicy": "Never", "tolerations": [dict(GPU_TOLERATION)],
@@ -423,8 +446,9 @@ def nccl_job(namespace, image, nodes=2, gpus_per_node=8, rdma_resource=None, net
     """
     validate.dns_label(FIELDS["namespace"], namespace)
     image = validate.pinned_image(FIELDS["nccl_image"], image)
-    nodes = _positive_int(FIELDS["nodes"], nodes, minimum=2, example="2")
-    gpus_per_node = _positive_int(FIELDS["gpus_per_node"], gpus_per_node, minimum=1, example="8")
+    nodes = _positive_int(FIELDS["nodes"], nodes, minimum=2, example="2", maximum=MAX_NCCL_NODES)
+    gpus_per_node = _positive_int(FIELDS["gpus_per_node"], gpus_per_node, minimum=1, example="8",
+                                  maximum=MAX_GPUS_PER_NODE)
     rdma = _resources(FIELDS["rdma_resource"], DEFAULT_RDMA_RESOURCE if rdma_resource is None else rdma_resource,
                       allow_empty=True)
     annotations = {NETWORKS_ANNOTATION: _network(network)} if network is not None else None

@@ -385,6 +385,8 @@ def _on_cluster(kube, params, objects, check_mode, clock, interval):
                            % namespace)
         raise ParamError("namespace", "%s does not exist" % namespace,
                          "create it first (the smoke_tests role does), or name an existing namespace")
+    if params["check"] == smoke.NCCL:
+        smoke.nccl_fits(params.get("nodes"), params.get("gpus_per_node"), kube.list("v1", "Node"))
     if check_mode:
         for obj in objects:
             kube.apply(obj, dry_run=True)
