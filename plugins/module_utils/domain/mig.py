@@ -429,6 +429,31 @@ def named_layout(name, product):
                      "use one of %s, or give a custom mig-parted config (mig_config) that defines it" % known)
 
 
+def check_layout_name(field, name, product=None):
+    """A standard layout name checked without a cluster: against ``product`` (a catalog key or GFD's
+    nvidia.com/gpu.product value) when given, else against every GPU of the catalog. Returns the product's key
+    (or None). Raises ParamError naming ``field`` (``<field-of-product>`` for an unknown product is the caller's)."""
+    if not isinstance(name, str) or not name or len(name) > 63 or not validate.LABEL_VALUE.match(name):
+        raise ParamError(field, "%r is not a MIG layout name (it becomes the nvidia.com/mig.config label value)"
+                         % (str(name)[:100],), "use a name such as all-1g.10gb or all-balanced")
+    if product is not None:
+        key = product if product in CATALOG else product_for_label(product)
+        if key is None:
+            raise ParamError("gpu_product", "%r is not a MIG-capable GPU of the catalog" % (product,),
+                             "use one of %s, or GFD's nvidia.com/gpu.product value such as NVIDIA-A100-SXM4-80GB"
+                             % ", ".join(CATALOG))
+        try:
+            named_layout(name, key)
+        except ParamError as exc:
+            raise ParamError(field, exc.msg[len(exc.field) + 2:].split(". Fix: ")[0], exc.msg.split(". Fix: ", 1)[1])
+        return key
+    if not any(name in layout_names(key) for key in CATALOG):
+        raise ParamError(field, "%r is not a MIG layout of any GPU the catalog knows (%s)" % (name, ", ".join(CATALOG)),
+                         "use all-balanced or all-<profile> with a profile of the pool's GPU, e.g. all-1g.10gb on "
+                         "A100-80GB; name the GPU as gpu_product to have the layout checked against it")
+    return None
+
+
 # --- checking one GPU's layout ---------------------------------------------------------------------
 
 def _describe(devices):

@@ -240,26 +240,14 @@ def _pool(raw, index):
 
 def _mig_layout(prefix, layout, product):
     """The pool's MIG layout checked against the MIG catalog, also where no cluster is read (GitOps rendering):
-    on ``gpu_product`` (a catalog key or GFD's nvidia.com/gpu.product value) when the pool names it, else on
-    every GPU the catalog knows. Returns the product's catalog key, or None."""
-    if product is not None:
-        key = product if product in mig.CATALOG else mig.product_for_label(product)
-        if key is None:
-            raise ParamError(prefix + ".gpu_product", "%r is not a MIG-capable GPU of the catalog" % (product,),
-                             "use one of %s, or GFD's nvidia.com/gpu.product value such as NVIDIA-A100-SXM4-80GB"
-                             % ", ".join(mig.CATALOG))
-        try:
-            mig.named_layout(layout, key)
-        except ParamError as exc:
-            raise ParamError(prefix + ".mig_profile", exc.msg[len(exc.field) + 2:].split(". Fix: ")[0],
+    on ``gpu_product`` when the pool names it, else on every GPU the catalog knows. Returns the product's key."""
+    try:
+        return mig.check_layout_name(prefix + ".mig_profile", layout, product)
+    except ParamError as exc:
+        if exc.field == "gpu_product":
+            raise ParamError(prefix + ".gpu_product", exc.msg[len("gpu_product: "):].split(". Fix: ")[0],
                              exc.msg.split(". Fix: ", 1)[1])
-        return key
-    if not any(layout in mig.layout_names(key) for key in mig.CATALOG):
-        raise ParamError(prefix + ".mig_profile", "%r is not a MIG layout of any GPU the catalog knows (%s)"
-                         % (layout, ", ".join(mig.CATALOG)),
-                         "use all-balanced or all-<profile> with a profile of the pool's GPU, e.g. all-1g.10gb on "
-                         "A100-80GB; name the GPU as gpu_product to have the layout checked against it")
-    return None
+        raise
 
 
 def validate_pools(pools):

@@ -198,6 +198,9 @@ def pinned_image(field, value):
         raise ParamError(field, "is empty", "give a pinned image such as %s" % EXAMPLE_IMAGE)
     text = value.strip()
     match = IMAGE_REFERENCE.match(text)
+    first = text.split("/", 1)[0]
+    if match and "/" in text and not ("." in first or ":" in first or first == "localhost") and first != first.lower():
+        match = None  # not a registry host, so a path component: lower case only
     if not match:
         raise ParamError(field, "%r is not an image reference" % value,
                          "give registry/path:tag or registry/path@sha256:<digest>, in lower case, such as %s"

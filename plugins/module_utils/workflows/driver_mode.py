@@ -9,7 +9,7 @@ file only gathers the cluster's evidence (reads, never writes) and merges it wit
 
 from __future__ import annotations
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_mode
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_mode, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 CLUSTER_POLICY = ("nvidia.com/v1", "ClusterPolicy")
@@ -72,6 +72,7 @@ def run(params, kube_factory):
     """The decision; reads the cluster only when ``read_cluster`` is true. Never changes anything."""
     mode = params["mode"]
     driver_mode.check_inputs(mode, params["cloud_driver"], params["rdma"], params["host_mofed"])
+    validate.parse_selector("node_selector", params.get("node_selector"))
     if params["read_cluster"]:
         nodes, pods, cluster = read_cluster(kube_factory(), params["node_selector"])
     else:

@@ -19,9 +19,10 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import
 STATES = ("present", "absent")
 API_VERSION = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?v[0-9]+((alpha|beta)[0-9]+)?$")
 KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,62}$")
-# Object names: DNS subdomains for most kinds; RBAC objects may also hold ':' and some kinds '_' (path segment
-# names). Never '/', so a name cannot leave the render folder.
+# Object names: DNS subdomains for most kinds; RBAC objects' names are path segments (':' and upper case allowed,
+# as in system:node). Never '/', so a name cannot leave the render folder.
 OBJECT_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.:]*[A-Za-z0-9])?$")
+PATH_SEGMENT_NAMES = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
 UNSERVED = ("fail", "skip")
 MISSING = ("create", "skip")
 
@@ -47,10 +48,13 @@ def check_objects(objects, field="objects"):
         if not isinstance(obj.get("metadata"), dict) or not obj["metadata"].get("name"):
             raise ParamError("%s.metadata.name" % where, "is missing", "give the object a name")
         name = obj["metadata"]["name"]
-        if not isinstance(name, str) or len(name) > 253 or not OBJECT_NAME.match(name):
-            raise ParamError(where + ".metadata.name", "%r is not a Kubernetes object name (at most 253 characters: "
-                             "letters, digits, '-', '.', '_' or ':', starting and ending with a letter or digit)"
-                             % (str(name)[:100],), "give a name such as gpu-platform-smoke")
+        rbac = obj["kind"] in PATH_SEGMENT_NAMES
+        rule = OBJECT_NAME if rbac else validate.DNS1123_SUBDOMAIN
+        if not isinstance(name, str) or len(name) > 253 or not rule.match(name):
+            raise ParamError(where + ".metadata.name", "%r is not a %s name (at most 253 characters: %s)"
+                             % (str(name)[:100], obj["kind"], "letters, digits, '-', '.', '_' or ':'" if rbac else
+                                "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"),
+                             "give a name such as gpu-platform-smoke")
         if obj["metadata"].get("namespace") is not None:
             validate.dns_label(where + ".metadata.namespace", obj["metadata"]["namespace"])
     return objects

@@ -85,6 +85,20 @@ def _validate(params):
     if bool(params.get("nodes")) == bool(params.get("node_selector")):
         raise ParamError("nodes", "give either nodes or node_selector (exactly one)",
                          "list node names in nodes, or a label selector in node_selector")
+    for index, name in enumerate(params.get("nodes") or []):
+        if not isinstance(name, str) or len(name) > 253 or not validate.DNS1123_SUBDOMAIN.match(name):
+            raise ParamError("nodes[%d]" % index, "%r is not a node name" % (str(name)[:100],),
+                             "give the node's name as kubectl get nodes shows it")
+    if params.get("node_selector"):
+        validate.parse_selector("node_selector", params["node_selector"])
+    validate.dns_label("operator_namespace", params.get("operator_namespace") or "gpu-operator")
+    name = params.get("config_map_name") or "custom-mig-parted-config"
+    if len(name) > 253 or not validate.DNS1123_SUBDOMAIN.match(name):
+        raise ParamError("config_map_name", "%r is not a ConfigMap name" % name[:100],
+                         "give a lower-case name such as custom-mig-parted-config")
+    if not params.get("mig_config"):
+        # A custom config defines its own names; a standard name is checked against the catalog before any read.
+        mig.check_layout_name("profile", params.get("profile"))
     mig_rollout.batches([], params.get("max_unavailable", 1))
     strategy = params.get("strategy") or "single"
     if strategy not in ("single", "mixed"):

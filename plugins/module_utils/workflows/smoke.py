@@ -42,7 +42,12 @@ def _timeout(params):
     value = params.get("timeout")
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ParamError("timeout", "%r is not a number of seconds" % (value,), "give whole seconds, such as 300")
+    if value > MAX_TIMEOUT:
+        raise ParamError("timeout", "%d seconds is more than a day" % value, "give at most %d seconds" % MAX_TIMEOUT)
     return value
+
+
+MAX_TIMEOUT = 24 * 3600
 
 
 # The domain names the smoke_tests role's variables in its errors; the module names its own options.
