@@ -13,7 +13,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    bundle, helm_release, images, node_labels, versions)
+    bundle, driver_upgrade, helm_release, images, node_labels, validate, versions)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError
 
 
@@ -61,27 +61,30 @@ def image_mirror(reference, mirrors, field=images.FIELD):
 
 
 @_user_errors
-def image_mirrors_check(named):
-    """{variable name: mirrors} checked all at once; fails listing every bad entry."""
-    return images.check_all(named)
-
-
-@_user_errors
 def chart_image_mirrors(chart, mirrors, field=images.FIELD):
     """The chart values that move ``chart``'s images to the mirrors ({} without a mirror for them)."""
     return images.chart_values(chart, images.check_mirrors(mirrors, field))
 
 
 @_user_errors
-def chart_settings_check(named):
-    """The inventory's chart overrides ({variable: value}) checked all at once; fails listing every bad one."""
-    return helm_release.check_chart_settings(named)
-
-
-@_user_errors
-def image_pins_check(named, allow=False):
-    """{extra-values variable: [chart, extra values]} checked for overrides of pinned images, all at once."""
-    return images.check_pins({k: tuple(v) for k, v in named.items()}, allow)
+def platform_check(settings):
+    """The platform-level settings checked in one pass, every error reported at once (playbooks/checks.yml):
+    ``gitops`` ({format, path, source} or None), ``mirrors``, ``charts``, ``pins`` with ``allow_image_overrides``,
+    and ``driver_upgrade_policy`` (None when unset). Returns what each check returned, by name."""
+    checks = {
+        "mirrors": lambda: images.check_all(settings.get("mirrors") or {}),
+        "charts": lambda: helm_release.check_chart_settings(settings.get("charts") or {}),
+        "pins": lambda: images.check_pins({k: tuple(v) for k, v in (settings.get("pins") or {}).items()},
+                                          settings.get("allow_image_overrides", False)),
+    }
+    gitops = settings.get("gitops")
+    if gitops:
+        checks["gitops"] = lambda: bundle.layout([], gitops.get("format") or "flux", gitops.get("path"),
+                                                 gitops.get("source") or None)
+    if settings.get("driver_upgrade_policy") is not None:
+        checks["driver_upgrade_policy"] = lambda: driver_upgrade.check_policy(settings["driver_upgrade_policy"])
+    names = sorted(checks)
+    return dict(zip(names, validate.every([checks[n] for n in names], "platform settings")))
 
 
 @_user_errors
@@ -105,6 +108,5 @@ class FilterModule:
     def filters(self):
         return {"version_matrix_check": version_matrix_check, "bundle_unit": bundle_unit,
                 "gitops_layout": gitops_layout, "image_mirror": image_mirror,
-                "chart_image_mirrors": chart_image_mirrors, "image_mirrors_check": image_mirrors_check,
-                "node_label_patches": node_label_patches, "chart_settings_check": chart_settings_check,
-                "image_pins_check": image_pins_check}
+                "chart_image_mirrors": chart_image_mirrors, "node_label_patches": node_label_patches,
+                "platform_check": platform_check}

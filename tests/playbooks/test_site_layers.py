@@ -216,3 +216,21 @@ def test_the_order_check_fails_on_a_flat_bundle(tmp_path):
     assert "all/HelmRelease nvidia-network-operator/network-operator: disableWait" in problems
     assert ("all/HelmRelease nvidia-network-operator/network-operator: dependsOn the HelmRelease gpu-operator/"
             "gpu-operator, which is not in the bundle") in problems
+
+
+def test_every_wrong_platform_setting_is_reported_in_one_run(direct_site):
+    """One pass: a user with five mistakes learns of all five from one run, and nothing was written."""
+    runner, api, repo = direct_site()
+    result = runner.run(**dict(SPEC, scheduling_kueue_chart_version="latest",
+                               gpu_platform_image_mirrors={"nvcr.io": "harbor"},
+                               gpu_operator_extra_values={"driver": {"version": "1.2.3"}},
+                               gpu_operator_chart_repo_url="https://robot:s3cr3t@charts.example.com",
+                               gpu_operator_driver_upgrade_policy={"bogus": 1}))
+    assert result.failed == 1
+    [message] = [m for m in result.failure_messages() if "platform settings are wrong" in m]
+    for field in ("scheduling_kueue_chart_version", "gpu_platform_image_mirrors.nvcr.io",
+                  "gpu_operator_extra_values.driver.version", "gpu_operator_chart_repo_url",
+                  "gpu_operator_driver_upgrade_policy.bogus"):
+        assert field in message
+    assert "5 platform settings are wrong" in message and "s3cr3t" not in result.stdout
+    assert api.writes() == []

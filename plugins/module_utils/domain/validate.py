@@ -48,8 +48,9 @@ def every(checks, what="settings"):
     if len(errors) == 1:
         raise errors[0]
     if errors:
-        raise ParamError(", ".join(e.field for e in errors), "%d %s are wrong: %s" % (
-            len(errors), what, "; ".join(e.msg for e in errors)), "correct each as said above")
+        fields = ", ".join(e.field for e in errors)
+        raise ParamError(fields, "%d %s are wrong: %s" % (
+            len(fields.split(", ")), what, "; ".join(e.msg for e in errors)), "correct each as said above")
     return values
 
 
