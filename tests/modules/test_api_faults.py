@@ -106,8 +106,8 @@ def test_an_unreachable_server_is_a_message(api):
 
 
 def test_a_conflict_names_the_field_manager(api, client):
-    api.inject("PATCH", CM + "/c$", {"status": 409, "message": 'Apply failed with 1 conflict: conflict with '
-                                                             '"kubectl-client-side-apply" using v1: .data.k'})
+    conflict = 'Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: .data.k'
+    api.inject("PATCH", CM + "/c$", {"status": 409, "message": conflict})
     with pytest.raises(ToolError) as err:
         client.apply(configmap(value="3"))
     assert "409" in err.value.msg and "kubectl-client-side-apply" in err.value.msg

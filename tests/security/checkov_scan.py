@@ -59,8 +59,8 @@ def main(argv=None):
     for check, resource, path in bad:
         print("UNACCEPTED %s %s (%s): fix it, or list it with its reason in %s" % (check, resource, path, ACCEPTED))
     for entry in stale:
-        print("STALE      %s %s: no finding matches it any more; remove it from %s" % (entry["check"], entry["resource"],
-                                                                                    ACCEPTED))
+        print("STALE      %s %s: no finding matches it any more; remove it from %s"
+              % (entry["check"], entry["resource"], ACCEPTED))
     print("checkov: %d passed, %d accepted, %d unaccepted, %d stale" % (passed, len(ok), len(bad), len(stale)))
     return 1 if bad or stale else 0
 

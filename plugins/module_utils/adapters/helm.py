@@ -162,7 +162,8 @@ def kube_flags(kubeconfig=None, context=None, host=None, api_key=None, ca_cert=N
                tmpdir=None, api_connect_timeout=None, api_read_timeout=None):  # pylint: disable=unused-argument
     """helm's global connection flags from the collection's kube auth options, and the environment helm needs.
 
-    Returns (flags, env). The API time-outs are the Python client's; helm keeps its own. Credentials never go on the command line (other users of the host see it in ps):
+    Returns (flags, env). The API time-outs are the Python client's; helm keeps its own.
+    Credentials never go on the command line (other users of the host see it in ps):
     a bearer token with a host, or a kubeconfig given as a dictionary, is written to a kubeconfig file of mode
     0600 in ``tmpdir`` (a private folder the caller removes: the module's tmpdir); a token without a host goes in
     helm's HELM_KUBETOKEN environment variable (readable by the same user only).
