@@ -159,14 +159,14 @@ EXAMPLES = r"""
     ipoib_master: ibs1f0
     render_to: "{{ playbook_dir }}/build/platform"
 
-- name: An air-gapped cluster, the component images pulled from a Harbor proxy of nvcr.io
+- name: SR-IOV on an air-gapped cluster, the component images pulled from a Harbor proxy of nvcr.io
   gpu_platform.cluster.nic_cluster_policy:
-    mode: rdma_shared
+    mode: sriov
     network_operator_version: 26.4.1
-    ip_range: 192.168.100.0/24
+    ip_range: 10.20.0.0/16
     selectors:
       vendors: ["15b3"]
-      interfaces: [ibs1f0]
+      device_ids: ["101e"]
     image_mirrors:
       nvcr.io: harbor.example.com/nvcr
 """
