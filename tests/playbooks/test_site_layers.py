@@ -227,10 +227,25 @@ def test_every_wrong_platform_setting_is_reported_in_one_run(direct_site):
                                gpu_operator_chart_repo_url="https://robot:s3cr3t@charts.example.com",
                                gpu_operator_driver_upgrade_policy={"bogus": 1}))
     assert result.failed == 1
-    [message] = [m for m in result.failure_messages() if "platform settings are wrong" in m]
+    [message] = [m for m in result.failure_messages() if "check(s) failed before anything was written" in m]
     for field in ("scheduling_kueue_chart_version", "gpu_platform_image_mirrors.nvcr.io",
                   "gpu_operator_extra_values.driver.version", "gpu_operator_chart_repo_url",
                   "gpu_operator_driver_upgrade_policy.bogus"):
         assert field in message
     assert "5 platform settings are wrong" in message and "s3cr3t" not in result.stdout
+    assert api.writes() == []
+
+
+def test_every_layers_mistakes_are_reported_in_one_run(direct_site):
+    """A mistake in the platform settings, the team spec and the monitoring thresholds: one run names all three."""
+    runner, api, repo = direct_site()
+    result = runner.run(**dict(SPEC, scheduling_kueue_chart_version="latest",
+                               scheduling_teams=[dict(TEAMS[0], quota={"a100": "eight"})],
+                               monitoring_thresholds={"temperature_celsius": 300}))
+    assert result.failed == 1
+    [message] = [m for m in result.failure_messages() if "check(s) failed before anything was written" in m]
+    assert message.startswith("3 check(s) failed")
+    for words in ("scheduling_kueue_chart_version", "scheduling_teams[0].quota.a100",
+                  "monitoring_thresholds.temperature_celsius"):
+        assert words in message
     assert api.writes() == []
