@@ -286,3 +286,26 @@ def test_mig_strategy_must_match_the_cluster(direct_site):
     result = runner.run(gpu_sharing_pools=[dict(POOLS[1], mig_strategy="mixed")], gpu_operator_wait=False)
     assert result.failed == 1
     assert "Fix: set gpu_operator_mig_strategy to mixed" in result.failure_messages()[-1]
+
+
+def test_a_registry_password_reaches_only_its_secret(direct_site, tmp_path):
+    """The NGC password goes into the pull Secret and nowhere else: not the play's output (every task result), the
+    release's values, nor any file the run left."""
+    import base64
+    import json
+    runner, api, repo = direct_site()
+    password = "nvapi-s3cr3t-Zq81x"
+    result = runner.run(gpu_operator_registry_credentials=[
+        {"name": "ngc-pull", "registry": "nvcr.io", "username": "$oauthtoken", "password": password}])
+    assert result.failed == 0, result.failure_messages()
+    secret = api.store.get("v1", "Secret", "ngc-pull", "gpu-operator")
+    auths = json.loads(base64.b64decode(secret["data"][".dockerconfigjson"]))["auths"]
+    assert auths["nvcr.io"]["password"] == password, "the Secret holds it"
+    assert password not in result.stdout
+    encoded = base64.b64encode(("$oauthtoken:" + password).encode()).decode()
+    assert encoded not in result.stdout
+    releases = [s for s in api.store.list("v1", "Secret", "gpu-operator") if s["metadata"]["name"].startswith("sh.helm")]
+    assert releases and all(password not in json.dumps(s) for s in releases), "not in the release's values"
+    leftovers = [p for p in tmp_path.rglob("*") if p.is_file() and password.encode() in p.read_bytes()
+                 and "inventory" not in p.relative_to(tmp_path).parts]  # the inventory is where the test put it
+    assert leftovers == [], "a file of the run holds it"
