@@ -119,6 +119,13 @@ options:
       - A mirror is C(host[:port][/path]), without a scheme or credentials.
     type: dict
     default: {}
+  image_pull_secrets:
+    description:
+      - Names of image pull Secrets in O(operator_namespace) that every component of the policy pulls its image
+        with (C(imagePullSecrets) of each), for a private registry or mirror.
+    type: list
+    elements: str
+    default: []
   state:
     description: V(present) applies; V(absent) removes the policy and the network objects.
     type: str
@@ -169,6 +176,7 @@ EXAMPLES = r"""
       device_ids: ["101e"]
     image_mirrors:
       nvcr.io: harbor.example.com/nvcr
+    image_pull_secrets: [harbor-pull]
 """
 
 RETURN = r"""
@@ -235,6 +243,7 @@ ARGUMENT_SPEC = shared.combine(
     nv_ipam_block_size={"type": "int"},
     operator_namespace={"type": "str", "default": "nvidia-network-operator"},
     image_mirrors={"type": "dict", "default": {}},
+    image_pull_secrets={"type": "list", "elements": "str", "default": []},
     state={"type": "str", "choices": ["present", "absent"], "default": "present"},
 )
 

@@ -132,3 +132,24 @@ def test_pin_overrides_are_refused_unless_allowed():
     with pytest.raises(ParamError) as bad:
         images.check_pins(named, allow="yes")
     assert bad.value.field == "gpu_platform_allow_image_overrides"
+
+
+def test_the_nic_cluster_policy_pulls_with_the_given_secrets():
+    params = {"mode": "rdma_shared", "network_operator_version": "26.4.1", "ip_range": "192.168.100.0/24",
+              "selectors": {"vendors": ["15b3"], "interfaces": ["ibs1f0"]}, "image_pull_secrets": ["harbor-pull"]}
+    spec = nic_policy.render_policy(nic_policy.build_request(params))["spec"]
+    parts = [spec["ofedDriver"], spec["rdmaSharedDevicePlugin"], spec["nvIpam"]] + list(spec["secondaryNetwork"].values())
+    assert all(part["imagePullSecrets"] == ["harbor-pull"] for part in parts)
+    assert "imagePullSecrets" not in nic_policy.render_policy(nic_policy.build_request(
+        dict(params, image_pull_secrets=[])))["spec"]["ofedDriver"]
+    with pytest.raises(ParamError) as err:
+        nic_policy.build_request(dict(params, image_pull_secrets=["Bad_Name"]))
+    assert err.value.field == "image_pull_secrets[0]"
+
+
+def test_a_mirrored_policy_with_pull_secrets_meets_the_crd(shared_dir):
+    from tests.schema import crdschema
+    params = {"mode": "sriov", "network_operator_version": "26.4.1", "ip_range": "10.20.0.0/16",
+              "selectors": {"vendors": ["15b3"], "device_ids": ["101e"]}, "image_pull_secrets": ["harbor-pull"],
+              "image_mirrors": {"nvcr.io": "harbor.example.com/nvcr"}}
+    crdschema.validate(nic_policy.render_policy(nic_policy.build_request(params)))

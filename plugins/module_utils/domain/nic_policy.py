@@ -158,10 +158,15 @@ class NicPolicyRequest:
     warnings: tuple = field(default=())
     # (registry, mirror) pairs: the component images are pulled from these mirrors, pins unchanged.
     mirrors: tuple = field(default=())
+    # Names of image pull Secrets (in the operator's namespace) every component pulls with.
+    pull_secrets: tuple = field(default=())
 
     @property
     def images(self):
-        return image_mirrors.policy_images(COMPONENT_IMAGES[self.network_operator_version], dict(self.mirrors))
+        images = image_mirrors.policy_images(COMPONENT_IMAGES[self.network_operator_version], dict(self.mirrors))
+        if self.pull_secrets:
+            images = {part: dict(spec, imagePullSecrets=list(self.pull_secrets)) for part, spec in images.items()}
+        return images
 
     @property
     def resource(self):
@@ -430,6 +435,11 @@ def build_request(params):
         pool = None
     block = _block_size(params.get("nv_ipam_block_size"), ipam, network)
     mirrors = image_mirrors.check_mirrors(params.get("image_mirrors"), "image_mirrors")
+    secrets = params.get("image_pull_secrets") or []
+    if not isinstance(secrets, (list, tuple)):
+        raise ParamError("image_pull_secrets", "%r is not a list of Secret names" % (secrets,),
+                         "give a list such as [ngc-pull]")
+    secrets = tuple(validate.dns_label("image_pull_secrets[%d]" % i, s, 253) for i, s in enumerate(secrets))
     warnings = []
     if ipam == WHEREABOUTS and "ipamPlugin" not in COMPONENT_IMAGES[version]:
         warnings.append("Network Operator %s no longer deploys whereabouts from the NicClusterPolicy (deprecated "
@@ -439,7 +449,7 @@ def build_request(params):
         ip_gateway=gateway, vendors=vendors, device_ids=device_ids, interfaces=interfaces, link_type=link_type,
         rdma_hca_max=rdma_hca_max, resource_name=resource_name, network_name=network_name,
         network_namespace=network_namespace, master=master, nv_ipam_pool=pool, nv_ipam_block_size=block,
-        operator_namespace=operator_namespace, warnings=tuple(warnings), mirrors=tuple(sorted(mirrors.items())))
+        operator_namespace=operator_namespace, warnings=tuple(warnings), mirrors=tuple(sorted(mirrors.items())), pull_secrets=secrets)
 
 
 def _json(obj):
