@@ -119,6 +119,20 @@ options:
       - A mirror is C(host[:port][/path]), without a scheme or credentials.
     type: dict
     default: {}
+  node_affinity:
+    description:
+      - Where the policy's pods (DOCA driver, device plugins, CNI) run, a Kubernetes C(NodeAffinity).
+      - Unset, the nodes Node Feature Discovery labels C(feature.node.kubernetes.io/pci-15b3.present=true) (an NVIDIA
+        network adapter), so they stay off CPU and system nodes. C({}) means every node.
+    type: dict
+  driver_upgrade_policy:
+    description:
+      - The DOCA driver container's upgrade policy (C(ofedDriver.upgradePolicy)); keys left out keep the safe
+        default, which upgrades one drained node at a time (C(autoUpgrade) true, C(maxParallelUpgrades) 1,
+        C(safeLoad) false, C(drain) enabled and forced with a 300 s time-out, emptyDir data deleted).
+      - Keys are C(autoUpgrade), C(maxParallelUpgrades), C(safeLoad), C(waitForCompletion) and C(drain), as the
+        NicClusterPolicy CRD has them. Refused with O(ofed_driver=false).
+    type: dict
   image_pull_secrets:
     description:
       - Names of image pull Secrets in O(operator_namespace) that every component of the policy pulls its image
@@ -244,6 +258,8 @@ ARGUMENT_SPEC = shared.combine(
     operator_namespace={"type": "str", "default": "nvidia-network-operator"},
     image_mirrors={"type": "dict", "default": {}},
     image_pull_secrets={"type": "list", "elements": "str", "default": []},
+    node_affinity={"type": "dict"},
+    driver_upgrade_policy={"type": "dict"},
     state={"type": "str", "choices": ["present", "absent"], "default": "present"},
 )
 

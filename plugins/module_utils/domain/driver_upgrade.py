@@ -131,34 +131,37 @@ def _check_value(path, kind, value):
     return value
 
 
-def check_policy(policy, field=POLICY_FIELD):
+def check_policy(policy, field=POLICY_FIELD, defaults=None, kinds=None, what="the chart's driver.upgradePolicy"):
     """The chart's ``driver.upgradePolicy`` from ``policy`` (keys the user leaves out take the chart's
     defaults). Raises ParamError naming the field path (``<field>.drain.timeoutSeconds``) on an unknown
-    key, a wrong type, a negative number or a bad maxUnavailable."""
+    key, a wrong type, a negative number or a bad maxUnavailable. ``defaults`` and ``kinds`` describe another
+    policy of the same shape (the NicClusterPolicy's DOCA driver upgrade policy)."""
+    defaults = POLICY_DEFAULTS if defaults is None else defaults
+    kinds = _KINDS if kinds is None else kinds
     if policy is None:
         policy = {}
     if not isinstance(policy, dict):
         raise ParamError(field, "%r is not a dictionary" % (policy,),
-                         "give a dictionary with keys among %s" % ", ".join(POLICY_DEFAULTS))
-    out = copy.deepcopy(POLICY_DEFAULTS)
+                         "give a dictionary with keys among %s" % ", ".join(defaults))
+    out = copy.deepcopy(defaults)
     for key, value in policy.items():
         path = "%s.%s" % (field, key)
-        if key not in POLICY_DEFAULTS:
+        if key not in defaults:
             raise ParamError(path, "is not an upgrade policy setting",
-                             "use keys among %s (the chart's driver.upgradePolicy)" % ", ".join(POLICY_DEFAULTS))
-        if isinstance(POLICY_DEFAULTS[key], dict):
+                             "use keys among %s (%s)" % (", ".join(defaults), what))
+        if isinstance(defaults[key], dict):
             if not isinstance(value, dict):
                 raise ParamError(path, "%r is not a dictionary" % (value,),
-                                 "give a dictionary with keys among %s" % ", ".join(POLICY_DEFAULTS[key]))
+                                 "give a dictionary with keys among %s" % ", ".join(defaults[key]))
             for sub, subvalue in value.items():
                 subpath = "%s.%s" % (path, sub)
-                if sub not in POLICY_DEFAULTS[key]:
+                if sub not in defaults[key]:
                     raise ParamError(subpath, "is not a setting of %s" % key,
-                                     "use keys among %s" % ", ".join(POLICY_DEFAULTS[key]))
-                out[key][sub] = _check_value(subpath, _KINDS["%s.%s" % (key, sub)], subvalue)
+                                     "use keys among %s" % ", ".join(defaults[key]))
+                out[key][sub] = _check_value(subpath, kinds["%s.%s" % (key, sub)], subvalue)
         else:
-            out[key] = _check_value(path, _KINDS[key], value)
-    if isinstance(out["maxUnavailable"], str):
+            out[key] = _check_value(path, kinds[key], value)
+    if isinstance(out.get("maxUnavailable"), str):
         out["maxUnavailable"] = out["maxUnavailable"].strip()
     return out
 

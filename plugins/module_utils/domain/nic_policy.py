@@ -23,11 +23,13 @@ Three modes (see docs of the nic_cluster_policy module):
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import json
 import re
 from dataclasses import dataclass, field
 
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import images as image_mirrors
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
@@ -99,6 +101,30 @@ NV_IPAM_BLOCK_MIN = 2
 #   warning that whereabouts must be installed separately.
 _MELLANOX = "nvcr.io/nvidia/mellanox"
 
+# Where the policy's pods run by default: nodes with an NVIDIA (Mellanox, PCI vendor 15b3) network adapter, as
+# Node Feature Discovery labels them (the GPU Operator's NFD, whose PCI classes include network controllers).
+# Without it the DOCA driver and device plugin pods would land on CPU and system nodes too.
+NIC_NODE_LABEL = "feature.node.kubernetes.io/pci-15b3.present"
+DEFAULT_NODE_AFFINITY = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": NIC_NODE_LABEL, "operator": "In", "values": ["true"]}]}]}}
+# The DOCA driver's upgrade: automatic, one node at a time, each node drained first (its RDMA pods would lose
+# their devices when the driver reloads). Keys and their defaults follow the NicClusterPolicy CRD
+# (ofedDriver.upgradePolicy, v26.4.1); the CRD's own default is autoUpgrade false, which leaves an upgraded
+# image unapplied.
+UPGRADE_POLICY_DEFAULTS = {
+    "autoUpgrade": True,
+    "maxParallelUpgrades": 1,
+    "safeLoad": False,
+    "waitForCompletion": {"podSelector": "", "timeoutSeconds": 0},
+    "drain": {"enable": True, "force": True, "podSelector": "", "timeoutSeconds": 300, "deleteEmptyDir": True},
+}
+UPGRADE_POLICY_KINDS = {
+    "autoUpgrade": "bool", "maxParallelUpgrades": "count", "safeLoad": "bool",
+    "waitForCompletion.podSelector": "selector", "waitForCompletion.timeoutSeconds": "count",
+    "drain.enable": "bool", "drain.force": "bool", "drain.podSelector": "selector", "drain.timeoutSeconds": "count",
+    "drain.deleteEmptyDir": "bool",
+}
+
 
 def _component_images(tag, doca_driver):
     return {
@@ -160,6 +186,8 @@ class NicPolicyRequest:
     mirrors: tuple = field(default=())
     # Names of image pull Secrets (in the operator's namespace) every component pulls with.
     pull_secrets: tuple = field(default=())
+    node_affinity: dict = field(default_factory=lambda: copy.deepcopy(DEFAULT_NODE_AFFINITY))
+    upgrade_policy: dict = field(default_factory=lambda: copy.deepcopy(UPGRADE_POLICY_DEFAULTS))
 
     @property
     def images(self):
@@ -440,6 +468,13 @@ def build_request(params):
         raise ParamError("image_pull_secrets", "%r is not a list of Secret names" % (secrets,),
                          "give a list such as [ngc-pull]")
     secrets = tuple(validate.dns_label("image_pull_secrets[%d]" % i, s, 253) for i, s in enumerate(secrets))
+    affinity = _node_affinity(params.get("node_affinity"))
+    policy = params.get("driver_upgrade_policy")
+    if policy and not ofed:
+        raise ParamError("driver_upgrade_policy", "is set but ofed_driver is false (the hosts' MOFED is not upgraded "
+                         "by the operator)", "drop driver_upgrade_policy, or set ofed_driver: true")
+    policy = driver_upgrade.check_policy(policy, "driver_upgrade_policy", UPGRADE_POLICY_DEFAULTS,
+                                         UPGRADE_POLICY_KINDS, "the NicClusterPolicy's ofedDriver.upgradePolicy")
     warnings = []
     if ipam == WHEREABOUTS and "ipamPlugin" not in COMPONENT_IMAGES[version]:
         warnings.append("Network Operator %s no longer deploys whereabouts from the NicClusterPolicy (deprecated "
@@ -449,7 +484,8 @@ def build_request(params):
         ip_gateway=gateway, vendors=vendors, device_ids=device_ids, interfaces=interfaces, link_type=link_type,
         rdma_hca_max=rdma_hca_max, resource_name=resource_name, network_name=network_name,
         network_namespace=network_namespace, master=master, nv_ipam_pool=pool, nv_ipam_block_size=block,
-        operator_namespace=operator_namespace, warnings=tuple(warnings), mirrors=tuple(sorted(mirrors.items())), pull_secrets=secrets)
+        operator_namespace=operator_namespace, warnings=tuple(warnings), mirrors=tuple(sorted(mirrors.items())), pull_secrets=secrets,
+        node_affinity=affinity, upgrade_policy=policy)
 
 
 def _json(obj):
@@ -496,10 +532,30 @@ def _image(request, part):
     return dict(request.images[part])
 
 
+def _node_affinity(value):
+    """The policy's nodeAffinity: the Mellanox-NIC nodes by default; ``{}`` for every node; or a NodeAffinity
+    (required and/or preferred terms) of the user's."""
+    if value is None:
+        return copy.deepcopy(DEFAULT_NODE_AFFINITY)
+    if not isinstance(value, dict) or set(value) - {"requiredDuringSchedulingIgnoredDuringExecution",
+                                                    "preferredDuringSchedulingIgnoredDuringExecution"}:
+        raise ParamError("node_affinity", "%r is not a NodeAffinity" % (value,),
+                         "give {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [...]}}, or {} "
+                         "for every node")
+    required = value.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is not None and (not isinstance(required, dict) or not isinstance(required.get("nodeSelectorTerms"),
+                                                                                  list) or not required["nodeSelectorTerms"]):
+        raise ParamError("node_affinity.requiredDuringSchedulingIgnoredDuringExecution",
+                         "needs a non-empty nodeSelectorTerms list", "give at least one term with matchExpressions")
+    return copy.deepcopy(value)
+
+
 def render_policy(request):
     spec = {}
+    if request.node_affinity:
+        spec["nodeAffinity"] = copy.deepcopy(request.node_affinity)
     if request.ofed_driver:
-        spec["ofedDriver"] = _image(request, "ofedDriver")
+        spec["ofedDriver"] = dict(_image(request, "ofedDriver"), upgradePolicy=copy.deepcopy(request.upgrade_policy))
     if request.mode == RDMA_SHARED:
         spec["rdmaSharedDevicePlugin"] = dict(_image(request, "rdmaSharedDevicePlugin"),
                                               config=rdma_shared_config(request))
