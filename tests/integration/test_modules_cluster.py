@@ -121,14 +121,15 @@ def test_manifests_check_diff_apply_idempotence_change_and_absent(cluster):
 
 
 def test_manifests_refuses_an_object_the_api_server_rejects(cluster):
-    """The API server's validation, not the module's: a ConfigMap name with capitals is invalid (422) on any server,
-    and the error reaches the task also in check mode (server-side dry-run)."""
-    bad = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Not_A_Name", "namespace": cluster.namespace},
+    """The API server's validation, not the module's (which checks names and kinds itself): a label value with a
+    space is invalid (422) on any server, and the error reaches the task also in check mode (server-side dry-run)."""
+    bad = [{"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "bad-label", "namespace": cluster.namespace, "labels": {"tier": "not a value"}},
             "data": {"gpus": "8"}}]
     for check_mode in (True, False):
         failed, result = run(cluster, "manifests", {"objects": bad}, check_mode=check_mode)
-        assert failed and "422" in result["msg"] and "Not_A_Name" in result["msg"], result
-    assert "Not_A_Name" not in cluster.names("v1", "ConfigMap", cluster.namespace)
+        assert failed and "422" in result["msg"] and "bad-label" in result["msg"], result
+    assert "bad-label" not in cluster.names("v1", "ConfigMap", cluster.namespace)
 
 
 # ---------------------------------------------------------------------------------------------- helm_pinned_release
