@@ -257,7 +257,8 @@ ARGUMENT_SPEC = shared.combine(
     nv_ipam_block_size={"type": "int"},
     operator_namespace={"type": "str", "default": "nvidia-network-operator"},
     image_mirrors={"type": "dict", "default": {}},
-    image_pull_secrets={"type": "list", "elements": "str", "default": []},
+    # Names of Secrets, not secrets: no_log would hide them from the result for nothing.
+    image_pull_secrets={"type": "list", "elements": "str", "default": [], "no_log": False},
     node_affinity={"type": "dict"},
     driver_upgrade_policy={"type": "dict"},
     state={"type": "str", "choices": ["present", "absent"], "default": "present"},

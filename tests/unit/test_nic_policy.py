@@ -405,7 +405,6 @@ def test_docs_example_pods_match_the_code():
         assert yaml.safe_load(section) == pod, mode
 
 
-
 BASE_POLICY = {"mode": "rdma_shared", "network_operator_version": "26.4.1", "ip_range": "192.168.100.0/24",
                "selectors": {"vendors": ["15b3"], "interfaces": ["ibs1f0"]}}
 
