@@ -20,6 +20,16 @@ pytestmark = pytest.mark.slow
 NAMESPACE = "helm-token-test"
 
 
+@pytest.fixture
+def token_namespace(local_cluster):
+    """The test's namespace, ServiceAccount and binding, removed afterwards with the release in them: the session's
+    cluster is shared, and later tests (site.yml's uninstall) check that no helm release is left."""
+    yield local_cluster
+    kubectl(local_cluster, "delete", "clusterrolebinding", "helm-token-test-deployer", "--ignore-not-found", check=False)
+    kubectl(local_cluster, "delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true", "--timeout=120s",
+            check=False)
+
+
 def service_account_token(cluster):
     kubectl(cluster, "create", "namespace", NAMESPACE)
     kubectl(cluster, "-n", NAMESPACE, "create", "serviceaccount", "deployer")
@@ -73,7 +83,8 @@ def run_module(cluster, host, token, ca):
     return proc, result
 
 
-def test_a_token_reaches_helm_in_a_private_file_and_never_on_a_command_line(local_cluster, tmp_path):
+def test_a_token_reaches_helm_in_a_private_file_and_never_on_a_command_line(token_namespace, tmp_path):
+    local_cluster = token_namespace
     token = service_account_token(local_cluster)
     host, ca = server_and_ca(local_cluster, tmp_path)
     watcher = CommandLines()

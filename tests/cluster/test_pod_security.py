@@ -47,11 +47,14 @@ def dry_run(cluster, pod):
 
 @pytest.fixture(scope="module")
 def restricted_namespace(local_cluster):
+    """A namespace that enforces restricted, removed afterwards (the session's cluster is shared)."""
     kubectl(local_cluster, "apply", "-f", "-", stdin=json.dumps({
         "apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "restricted",
                                                    "pod-security.kubernetes.io/enforce-version": "latest"}}}))
-    return local_cluster
+    yield local_cluster
+    kubectl(local_cluster, "delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true", "--timeout=120s",
+            check=False)
 
 
 @pytest.mark.parametrize("name", sorted(pods()))
