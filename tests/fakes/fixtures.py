@@ -17,6 +17,7 @@ never leak between tests; ``HELM_*`` variables other than ``HELM_BIN`` are remov
 
 import itertools
 import os
+import tempfile
 
 import pytest
 
@@ -32,6 +33,10 @@ def isolate_client_caches(base, monkeypatch):
                        ("XDG_DATA_HOME", home / ".local" / "share"), ("TMPDIR", base / "tmp")):
         path.mkdir(parents=True, exist_ok=True)
         monkeypatch.setenv(name, str(path))
+    # The kubernetes client keeps its discovery cache in tempfile.gettempdir(), which Python computes once per
+    # process: TMPDIR alone would leave every test on the first test's folder, where a server that reused a port
+    # finds another server's cache (an API it does not serve, listed as served).
+    monkeypatch.setattr(tempfile, "tempdir", str(base / "tmp"))
     monkeypatch.delenv("KUBECACHEDIR", raising=False)
     for name in list(os.environ):
         if name.startswith("HELM_") and name != "HELM_BIN":  # HELM_NAMESPACE, HELM_DRIVER...
