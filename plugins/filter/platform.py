@@ -13,7 +13,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    bundle, driver_upgrade, helm_release, images, node_labels, validate, versions)
+    bundle, driver_upgrade, helm_release, images, node_labels, platform_support, validate, versions)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError
 
 
@@ -27,6 +27,28 @@ def version_matrix_check(combo, fields=None):
     except ParamError as exc:
         name = (fields or {}).get(exc.field, exc.field)
         raise AnsibleFilterError(name + exc.msg[len(exc.field):])
+    except GpuPlatformError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+def platform_support_check(settings):
+    """Preflight's verdict on the versions and the platform (Kubernetes, OS, runtime): the lines to print.
+
+    ``settings``: ``combo`` and ``fields`` (as version_matrix_check), ``nodes`` (Node objects, direct mode) or
+    ``inventory`` ({kubernetes, os, runtime}, render mode), ``cluster_version`` and ``accept``.
+    """
+    try:
+        return platform_support.evaluate(settings.get("combo") or {}, settings.get("fields"),
+                                         settings.get("nodes"), settings.get("inventory"),
+                                         settings.get("cluster_version") or "", settings.get("accept", False))
+    except GpuPlatformError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+def kubernetes_floor(version, component="gpu_operator"):
+    """The oldest Kubernetes minor the ``component`` release ``version`` is validated on ('' when unknown)."""
+    try:
+        return platform_support.kubernetes_floor(component, version)
     except GpuPlatformError as exc:
         raise AnsibleFilterError(exc.msg)
 
@@ -109,4 +131,5 @@ class FilterModule:
         return {"version_matrix_check": version_matrix_check, "bundle_unit": bundle_unit,
                 "gitops_layout": gitops_layout, "image_mirror": image_mirror,
                 "chart_image_mirrors": chart_image_mirrors, "node_label_patches": node_label_patches,
-                "platform_check": platform_check}
+                "platform_check": platform_check, "platform_support_check": platform_support_check,
+                "kubernetes_floor": kubernetes_floor}

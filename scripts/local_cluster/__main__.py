@@ -30,10 +30,10 @@ PORT_NAMES = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", 
               "chart-repo", "operators")
 # The charts the platform installs, served by the loopback repository: fixture charts with the real
 # names, CRDs and workload names (tests/fixtures/charts), at the versions the collection pins.
-# The Network Operator's previous pinned release is served too, so that playbooks/upgrade.yml can be tried
-# (and is tested) from it to the current pin, as docs/upgrade.md describes.
-# The pins are the roles' defaults (tests.fakes.charts.pinned_charts); the previous Network Operator is added here.
-PREVIOUS_CHARTS = (("network-operator", "26.4.0"),)
+# The Network Operator's next patch release is served too, so that playbooks/upgrade.yml can be tried (and is
+# tested) from the pins to it, as docs/upgrade.md describes (acknowledged: it is not the validated RDMA pair).
+# The pins are the roles' defaults (tests.fakes.charts.pinned_charts); the next Network Operator is added here.
+NEXT_CHARTS = (("network-operator", "26.4.1"),)
 # Each chart's crds/ folder, as the real chart carries them: the upstream CRD files (../shared/upstream, and
 # tests/fixtures/crds for KAI's PodGroup), so helm installs the real schemas and the API server judges them.
 UPSTREAM = ROOT.parent / "shared" / "upstream"
@@ -128,7 +128,7 @@ def _package_charts(target):
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
-    for name, version in pinned_charts() + PREVIOUS_CHARTS:
+    for name, version in pinned_charts() + NEXT_CHARTS:
         with tempfile.TemporaryDirectory(prefix="chart-") as scratch:
             source = Path(scratch) / name
             shutil.copytree(FIXTURE_CHARTS_DIR / name, source)

@@ -3,9 +3,9 @@
 Real helm installs the test charts (their CRDs are the upstream ones) from the loopback repository; the real
 API server validates every object and admits every pod under its namespace's PodSecurity level; the real
 controller-manager makes the ReplicaSets, DaemonSet pods and Job pods, the real scheduler binds them, KWOK
-runs them; tests/fakes/live.py plays the operators' own controllers. The first run converges (from the Network
-Operator's previous pinned release), the second changes nothing, ``--check`` changes nothing; upgrade.yml takes the
-platform to the current pins and a new driver in the documented order (docs/upgrade.md), the real DaemonSet
+runs them; tests/fakes/live.py plays the operators' own controllers. The first run converges at the pins, the
+second changes nothing, ``--check`` changes nothing; upgrade.yml takes the platform to the Network Operator's next
+patch (acknowledged as unverified for GPUDirect RDMA) and a new driver in the documented order (docs/upgrade.md), the real DaemonSet
 controller making each node's new driver pod; uninstall.yml leaves no object of ours.
 """
 from __future__ import annotations
@@ -27,10 +27,9 @@ INVENTORY = ROOT / "inventories" / "cluster"
 OUR_NAMESPACES = ("gpu-operator", "nvidia-network-operator", "volcano-system", "kueue-system", "nvidia-dra-driver-gpu")
 # docs/uninstall.md: the MIG layout and its nvidia.com/mig.config label stay (the partitions persist on the GPUs),
 # and so do the teams' namespaces; every other label and object of ours goes.
-# The upgrade starts from the Network Operator's previous pinned release (served by the local chart repository)
-# and goes to the current pins with a new driver for the GPU Operator.
-PREVIOUS_NETWORK_OPERATOR = "26.4.0"
-CURRENT_NETWORK_OPERATOR = "26.4.1"
+# The upgrade starts from the pins and goes to the Network Operator's next patch (served by the local chart
+# repository) with a new driver for the GPU Operator.
+NEXT_NETWORK_OPERATOR = "26.4.1"
 NEW_DRIVER = "595.100.05"
 UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
 FOLLOW = "Until every GPU node is upgrade-done (stops naming a failed or stuck node)"
@@ -80,8 +79,7 @@ def releases(site, name, namespace):
 
 
 def test_site_converges_on_the_real_api_server_then_changes_nothing(site):
-    previous = ("-e", "network_operator_chart_version=" + PREVIOUS_NETWORK_OPERATOR)
-    first = site.run("site.yml", *previous)
+    first = site.run("site.yml")
     assert first.failed == 0, first.failure_messages() or first.debug_text()
     assert first.changed > 0
     policy = site.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
@@ -111,21 +109,27 @@ def test_site_converges_on_the_real_api_server_then_changes_nothing(site):
     assert {n["metadata"]["labels"].get(UPGRADE_STATE) for n in nodes.values()
             if n["metadata"]["labels"].get("nvidia.com/gpu.present") == "true"} == {"upgrade-done"}
 
-    second = site.run("site.yml", *previous)
+    second = site.run("site.yml")
     assert second.failed == 0, second.failure_messages()
     assert second.changed == 0, second.changed_tasks()
 
-    check = site.run("site.yml", "--check", *previous)
+    check = site.run("site.yml", "--check")
     assert check.failed == 0, check.failure_messages()
     assert check.changed == 0, check.changed_tasks()
 
 
-def test_upgrade_to_the_current_pins_goes_in_the_documented_order(site):
+def test_upgrade_to_the_next_patch_goes_in_the_documented_order(site):
     assert releases(site, "network-operator", "nvidia-network-operator") == [(1, "deployed")]
     driver = site.list("apps/v1", "DaemonSet", "gpu-operator", label_selector="app=nvidia-driver-daemonset")[0]
     old_pods = {p["metadata"]["uid"] for p in site.list("v1", "Pod", "gpu-operator",
                                                         label_selector="app=nvidia-driver-daemonset")}
+    refused = site.run("playbooks/upgrade.yml", "-e", "gpu_operator_driver_version=" + NEW_DRIVER,
+                       "-e", "network_operator_chart_version=" + NEXT_NETWORK_OPERATOR)
+    assert refused.failed == 1 and "gpu_platform_accept_unverified: true" in refused.failure_messages()[-1]
+    assert refused.changed == 0
     upgraded = site.run("playbooks/upgrade.yml", "-e", "gpu_operator_driver_version=" + NEW_DRIVER,
+                        "-e", "network_operator_chart_version=" + NEXT_NETWORK_OPERATOR,
+                        "-e", "gpu_platform_accept_unverified=true",
                         "-e", "gpu_platform_upgrade_stuck_timeout=120s")
     assert upgraded.failed == 0, upgraded.failure_messages() or upgraded.debug_text()
 
@@ -142,7 +146,7 @@ def test_upgrade_to_the_current_pins_goes_in_the_documented_order(site):
     network = site.list("apps/v1", "Deployment", "nvidia-network-operator")
     assert network and all(d["status"].get("availableReplicas") == d["spec"]["replicas"] for d in network)
     images = [c["image"] for d in network for c in d["spec"]["template"]["spec"]["containers"]]
-    assert images and all(i.endswith(":" + CURRENT_NETWORK_OPERATOR) for i in images), images
+    assert images and all(i.endswith(":" + NEXT_NETWORK_OPERATOR) for i in images), images
 
     # The driver: a new DaemonSet template, every GPU node's pod replaced by the real DaemonSet controller with one
     # of that template on the new version, every node upgrade-done and uncordoned.

@@ -114,12 +114,12 @@ def site_env(helm_env):
 
 @pytest.fixture(scope="session")
 def gpu_operator_chart(chart_cache):
-    return chart_cache.get(GPU_OPERATOR_CHART, version="v26.7.0")
+    return chart_cache.get(GPU_OPERATOR_CHART, version=dict(pinned_charts())["gpu-operator"])
 
 
 @pytest.fixture(scope="session")
 def network_operator_chart(chart_cache):
-    return chart_cache.get(NETWORK_OPERATOR_CHART, version="26.4.1")
+    return chart_cache.get(NETWORK_OPERATOR_CHART, version=dict(pinned_charts())["network-operator"])
 
 
 @pytest.fixture(scope="session")

@@ -55,7 +55,7 @@ def test_bundle_is_valid_idempotent_and_builds(render_site, shared_dir, fmt, kin
             crdschema.validate(obj)
     summary = first.result("What was written and which versions are pinned")["msg"]
     assert summary[0].startswith("Delivery: GitOps bundle in %s (%s)" % (out, fmt))
-    assert summary[1].startswith("Units: gpu-operator,") and "gpu-operator v26.7.0" in summary[2]
+    assert summary[1].startswith("Units: gpu-operator,") and "gpu-operator v26.3.3" in summary[2]
 
     second = runner.run()
     assert second.failed == 0 and second.changed == 0, second.changed_tasks()
@@ -73,7 +73,7 @@ def test_namespace_is_privileged_and_values_follow_the_inventory(render_site, sh
     files = bundle(out)
     assert files["namespace-gpu-operator.yaml"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
     release = files["helmrelease-gpu-operator-gpu-operator.yaml"]
-    assert release["spec"]["chart"]["spec"]["version"] == "v26.7.0"
+    assert release["spec"]["chart"]["spec"]["version"] == "v26.3.3"
     values = release["spec"]["values"]
     assert values["driver"]["enabled"] is False and values["driver"]["nvidiaDriverCRD"] == {"enabled": False}
     assert "rdma" not in values["driver"]
@@ -129,7 +129,7 @@ def test_bundle_with_the_network_layer(render_site, shared_dir):
         else:
             crdschema.validate(obj)
     network = next(o for o in objects if o["kind"] == "HelmRelease" and o["metadata"]["name"] == "network-operator")
-    assert network["spec"]["chart"]["spec"]["version"] == "26.4.1"
+    assert network["spec"]["chart"]["spec"]["version"] == "26.4.0"
     assert network["spec"]["values"]["nfd"] == {"enabled": False}, "one NFD: the GPU Operator's"
     defaults = os.path.join(shared_dir, "upstream", "network-operator", "values.default.yaml")
     assert crdschema.check_values_keys(network["spec"]["values"], defaults) == []
@@ -143,7 +143,7 @@ def test_known_broken_versions_stop_the_play_before_anything_is_written(render_s
                         network_operator_selectors={"vendors": ["15b3"], "interfaces": ["ibs1f0"]})
     assert result.failed == 1
     msg = result.failure_messages()[-1]
-    assert "GPU Operator v24.9.2" in msg and "Network Operator 26.4.1" in msg
+    assert "GPU Operator v24.9.2" in msg and "Network Operator 26.4.0" in msg
     assert "kubernetes2640" in msg, "the refusal cites its source"
     assert not out.exists()
 

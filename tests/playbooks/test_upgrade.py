@@ -71,13 +71,14 @@ def ticking(clock, step=5.0, gate=None):
 
 @pytest.fixture
 def upgrade_site(direct_site, chart_cache, gpu_operator_chart, network_operator_chart, scheduling_charts):
-    """(runner, api, upgrader, order): the site installed with Network Operator 26.4.0, ready to upgrade."""
+    """(runner, api, upgrader, order): the site installed at the pins (Network Operator 26.4.0), ready to upgrade to
+    the newer patch 26.4.1 (not validated with GPU Operator v26.3.3 for GPUDirect RDMA: the upgrade acknowledges it)."""
     repos = []
 
     def make(**upgrader_options):
         runner, api, repo = direct_site()
-        older = chart_cache.get(NETWORK_OPERATOR_CHART, version="26.4.0")
-        both = ChartRepoServer([gpu_operator_chart, older, network_operator_chart, *scheduling_charts]).start()
+        newer = chart_cache.get(NETWORK_OPERATOR_CHART, version="26.4.1")
+        both = ChartRepoServer([gpu_operator_chart, network_operator_chart, newer, *scheduling_charts]).start()
         repos.append(both)
         runner.write_vars(**{k: both.url for k, v in runner.group_vars.items() if v == repo.url})
         upgrader = api.add_controller(SimulatedDriverUpgrade(step=5.0, **upgrader_options))
@@ -115,7 +116,8 @@ def run_upgrade(runner, api, *args, **over):
 
 def test_upgrade_in_order_follows_every_node_then_is_a_no_op_and_refuses_a_broken_combination(upgrade_site):
     runner, api, upgrader, order = upgrade_site()
-    result = run_upgrade(runner, api, network_operator_chart_version="26.4.1", gpu_operator_driver_version=NEW,
+    result = run_upgrade(runner, api, network_operator_chart_version="26.4.1", gpu_platform_accept_unverified=True,
+                         gpu_operator_driver_version=NEW,
                          gpu_operator_driver_upgrade_policy={"maxParallelUpgrades": 1, "maxUnavailable": "100%"},
                          gpu_platform_upgrade_stuck_timeout="60s")
     assert result.failed == 0, result.failure_messages() or result.debug_text()
@@ -186,6 +188,7 @@ def test_upgrade_in_order_follows_every_node_then_is_a_no_op_and_refuses_a_broke
 def test_a_failed_node_stops_the_run_then_a_retried_node_that_sticks_is_named(upgrade_site):
     runner, api, upgrader, order = upgrade_site(fail_nodes={"gpu-node-2": "validation-required"})
     failed = run_upgrade(runner, api, gpu_operator_driver_version=NEW, network_operator_chart_version="26.4.1",
+                         gpu_platform_accept_unverified=True,
                          gpu_platform_upgrade_stuck_timeout="60s")
     assert failed.failed == 1
     msg = failed.failure_messages()[-1]
@@ -202,6 +205,7 @@ def test_a_failed_node_stops_the_run_then_a_retried_node_that_sticks_is_named(up
     upgrader.stuck_nodes["gpu-node-2"] = "wait-for-jobs-required"
     api.store.set_labels("v1", "Node", "gpu-node-2", {STATE: "upgrade-required"})
     stuck = run_upgrade(runner, api, gpu_operator_driver_version=NEW, network_operator_chart_version="26.4.1",
+                        gpu_platform_accept_unverified=True,
                         gpu_platform_upgrade_stuck_timeout="4s")
     assert stuck.failed == 1
     msg = stuck.failure_messages()[-1]

@@ -23,6 +23,12 @@ RULE_CASES = {
     "gpu-operator-26.3.2-kubernetes-1.36": (
         {"gpu_operator": "v26.3.2", "kubernetes": "1.36"},
         {"gpu_operator": "v26.3.1", "kubernetes": "1.36"}),
+    "gpu-operator-26.3-kubernetes-1.32-1.35": (
+        {"gpu_operator": "v26.3.3", "kubernetes": "v1.32.0"},
+        {"gpu_operator": "v26.3.3", "kubernetes": "v1.31.9"}),
+    "gpu-operator-26.3-26.7-network-operator-26.1.0-rdma": (
+        {"gpu_operator": "v26.7.0", "network_operator": "26.1.0", "features": RDMA},
+        {"gpu_operator": "v26.7.0", "network_operator": "26.4.0", "features": RDMA}),
     "network-operator-26.4-kubernetes-1.31-1.35": (
         {"network_operator": "26.4.1", "kubernetes": "v1.35.3"},
         {"network_operator": "26.4.1", "kubernetes": "v1.36.0"}),
@@ -233,8 +239,8 @@ def test_notes_do_not_change_a_known_good_verdict():
     # GPU Operator 26.7 with a Network Operator for GPUDirect RDMA: no validated pair yet.
     ({"gpu_operator": "v26.7.0", "network_operator": "26.4.1", "features": ["rdma"]},
      ["GPU Operator x Network Operator x GPUDirect RDMA", "NVIDIA/gpu-operator#2301"]),
-    # The 26.3 line's Kubernetes range below 1.36 is not confirmed.
-    ({"gpu_operator": "v26.3.3", "kubernetes": "1.34"}, ["GPU Operator x Kubernetes", "Kubernetes 1.34"]),
+    # The 26.3 line is validated from 1.32: 1.31 has no fact.
+    ({"gpu_operator": "v26.3.3", "kubernetes": "1.31"}, ["GPU Operator x Kubernetes", "Kubernetes 1.31"]),
     # Outside a validated range is unknown, not broken.
     ({"gpu_operator": "v26.7.0", "kubernetes": "1.38"}, ["GPU Operator x Kubernetes"]),
     ({"network_operator": "26.1.2", "kubernetes": "1.34"}, ["Network Operator x Kubernetes", "Deprecated"]),

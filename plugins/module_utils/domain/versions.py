@@ -45,6 +45,8 @@ K8S_134 = ("https://kubernetes.io/blog/2025/07/28/kubernetes-v1-34-sneak-peek/ (
 NETOP_2640 = "https://docs.nvidia.com/networking/display/kubernetes2640/platform-support.html"
 GPUOP_LIFECYCLE = "https://nvidia.github.io/cloud-native-docs/review/pr-512/gpu-operator/latest/platform-support.html"
 UPSTREAM_README = "shared/upstream/README.md"
+GPUOP_2630 = ("NVIDIA/cloud-native-docs#353 (commit adfe9224, gpu-operator/platform-support.rst, the 26.3.0 "
+              "release docs)")
 
 # Each rule: id, when (conditions on the dimensions; "features" lists features that must all be
 # requested), verdict "works" | "breaks", reason, source. A "works" rule speaks for the pair(s)
@@ -62,6 +64,11 @@ RULES = (
      "verdict": "works",
      "reason": "GPU Operator 26.3.2 added support for Kubernetes 1.36 (release notes, 26.3.2 New Features)",
      "source": "https://nvidia.github.io/cloud-native-docs/review/pr-428/gpu-operator/latest/release-notes.html"},
+    {"id": "gpu-operator-26.3-kubernetes-1.32-1.35",
+     "when": {"gpu_operator": ">=26.3.0,<26.4.0", "kubernetes": ">=1.32,<1.36"},
+     "verdict": "works",
+     "reason": "GPU Operator 26.3.x is validated on Kubernetes 1.32 to 1.35 (Ubuntu 20.04, 22.04 and 24.04)",
+     "source": GPUOP_2630},
     # Network Operator x Kubernetes
     {"id": "network-operator-26.4-kubernetes-1.31-1.35",
      "when": {"network_operator": ">=26.4.0,<26.5.0", "kubernetes": ">=1.31,<1.36"},
@@ -108,6 +115,12 @@ RULES = (
      "reason": "the AKS RDMA/InfiniBand guide (Azure/aks-rdma-infiniband, commit b0a49c0e) pins GPU Operator "
                "v26.3.3 with Network Operator v26.4.0 for GPUDirect RDMA",
      "source": UPSTREAM_README + ":45-46,58"},
+    {"id": "gpu-operator-26.3-26.7-network-operator-26.1.0-rdma",
+     "when": {"gpu_operator": ">=26.3.0,<26.8.0", "network_operator": "==26.1.0", "features": ("rdma",)},
+     "verdict": "works",
+     "reason": "the GPU Operator 26.3.0 and 26.7.0 platform pages list GPUDirect RDMA on Ubuntu 24.04 and 22.04 "
+               "and RHEL 10.0 and 8.10 with Network Operator 26.1.0",
+     "source": GPUOP_2630 + "; NVIDIA/cloud-native-docs commit 187a4a5b (Support for GPUDirect RDMA)"},
     {"id": "network-operator-26.4-needs-gpu-operator-25.3",
      "when": {"network_operator": ">=26.4.0,<26.5.0", "gpu_operator": "<25.3.0", "features": ("rdma",)},
      "verdict": "breaks",
@@ -213,12 +226,15 @@ class Verdict:
     matched: the rules whose conditions all hold ({id, verdict, reason, source}), then the notes that apply.
     messages: one line each, for the user: broken rules with sources, pairs no fact covers,
     rules the given precision cannot decide, and notes.
+    unverified: the messages that need the user's acknowledgement (pairs no fact covers, rules the
+    precision cannot decide); notes and "nothing to compare" are only warnings.
     """
 
     status: str
     combination: str
     matched: tuple = ()
     messages: tuple = ()
+    unverified: tuple = ()
 
 
 def _fail(key, value, what):
@@ -414,15 +430,17 @@ def check(combo):
             continue
         if not any(set(pair) <= _dims(r["when"]) for r in good):
             uncovered.append(pair)
+    unverified = []
     if not broken:
         for rule in undecided_breaks:
-            messages.append("the versions given are too imprecise to rule out %s; give full versions" % _cite(rule))
+            unverified.append("the versions given are too imprecise to rule out %s; give full versions" % _cite(rule))
         for pair in uncovered:
             maybe = [r["id"] for r in undecided if r["verdict"] == "works" and set(pair) <= _dims(r["when"])]
-            messages.append("no known-good fact for %s (%s)%s" % (
+            unverified.append("no known-good fact for %s (%s)%s" % (
                 " x ".join(LABELS[d] for d in pair),
                 ", ".join("%s %s" % (LABELS[d], versions[d]) for d in pair if d in versions),
                 "; too imprecise to decide %s, give full versions" % ", ".join(maybe) if maybe else ""))
+        messages += unverified
     for note in NOTES:
         if _evaluate(note["when"], versions, features) is True:
             matched.append(dict(note))
@@ -436,7 +454,7 @@ def check(combo):
                             % ", ".join(VERSION_KEYS))
     else:
         status = KNOWN_GOOD
-    return Verdict(status, text, tuple(matched), tuple(messages))
+    return Verdict(status, text, tuple(matched), tuple(messages), tuple(unverified))
 
 
 def assert_supported(combo):
