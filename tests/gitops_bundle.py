@@ -46,8 +46,8 @@ INVENTORY = ROOT / "inventories" / "cluster"
 # Where the inventory pulls nvcr.io's images from.
 MIRROR = yaml.safe_load((INVENTORY / "group_vars" / "all" / "platform.yml").read_text(encoding="utf-8"))[
     "gpu_platform_image_mirrors"]["nvcr.io"]
-PREVIOUS_NETWORK_OPERATOR = "26.4.0"
-CURRENT_NETWORK_OPERATOR = "26.4.1"
+PREVIOUS_NETWORK_OPERATOR = "26.4.0"  # the pin
+CURRENT_NETWORK_OPERATOR = "26.4.1"  # the next patch, served by the local chart repository
 CONVERGE = 900  # seconds for the whole platform to become Ready
 FLUX_NS = "flux-system"
 ROOT_NAME = "gpu-platform"
@@ -269,7 +269,9 @@ def run(cluster, work):
             raise Failed("%s %s deleted by hand was not put back by gpu-platform-%s" % (kind, name, unit))
     say("5. a ClusterQueue and the time-slicing ConfigMap deleted by hand: put back")
 
-    render(cluster, folder, "network_operator_chart_version=" + CURRENT_NETWORK_OPERATOR)
+    # 26.4.1 is not the pair validated for GPUDirect RDMA (docs/versions.md): the bump acknowledges it.
+    render(cluster, folder, "network_operator_chart_version=" + CURRENT_NETWORK_OPERATOR,
+           "gpu_platform_accept_unverified=true")
     bumped = commit_folder(worktree, "Network Operator %s" % CURRENT_NETWORK_OPERATOR)
     if bumped is None:
         raise Failed("bumping the Network Operator's pin changed no file")

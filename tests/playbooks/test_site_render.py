@@ -95,7 +95,7 @@ def test_registry_credentials_are_never_rendered_or_logged(render_site):
     assert bundle(out)["helmrelease-gpu-operator-gpu-operator.yaml"]["spec"]["values"]["driver"]["imagePullSecrets"] == ["ngc-pull"]
 
 
-@pytest.mark.parametrize("inventory", ["aks", "baremetal"])
+@pytest.mark.parametrize("inventory", ["aks", "aks-no-rdma", "baremetal"])
 def test_example_inventories_choices_are_valid(render_site, shared_dir, inventory):
     """The annotated example inventories' choices build valid values (rendered here instead of installed)."""
     runner, out = render_site
