@@ -203,3 +203,37 @@ def test_cloud_managed_driver_renders_the_peermem_loader(render_site):
     assert {"name": "gpu-platform-peermem"} in gpu_operator["dependsOn"], "the loader's unit comes first"
     again = runner.run()
     assert again.failed == 0 and again.changed == 0, again.changed_tasks()
+
+
+def test_an_unverified_pair_stops_the_render_unless_acknowledged(render_site):
+    """GPU Operator v26.7.0 with the network layer: no validated GPUDirect RDMA pair, so nothing is written
+    until gpu_platform_accept_unverified says so; then the reasons are printed and the bundle is written."""
+    runner, out = render_site
+    network = {"network_operator_mode": "rdma_shared",
+               "network_operator_selectors": {"vendors": ["15b3"], "interfaces": ["ibs1f0"]},
+               "gpu_operator_chart_version": "v26.7.0", "gpu_platform_kubernetes_version": "1.35",
+               "gpu_platform_node_os": "Ubuntu 24.04", "gpu_platform_container_runtime": "containerd 2.0.5",
+               "smoke_tests_nccl_image": "registry.example.com/hpc/nccl-tests@sha256:" + "a" * 64,
+               "gpu_platform_rdma_node_type": "nd-h100-v5"}
+    refused = runner.run(**network)
+    assert refused.failed == 1
+    msg = " ".join(refused.failure_messages()[-1].split())
+    assert "no known-good fact for GPU Operator x Network Operator x GPUDirect RDMA" in msg, msg
+    assert "set gpu_platform_accept_unverified: true to go on anyway" in msg
+    assert not out.exists()
+    accepted = runner.run(gpu_platform_accept_unverified=True, **network)
+    assert accepted.failed == 0, accepted.failure_messages()
+    printed = " ".join(accepted.stdout.split())
+    assert "going on although unverified (gpu_platform_accept_unverified is true)" in printed
+    assert "NVIDIA/gpu-operator#2301" in printed
+    assert bundle(out)["helmrelease-gpu-operator-gpu-operator.yaml"]["spec"]["chart"]["spec"]["version"] == "v26.7.0"
+
+
+def test_the_inventorys_platform_is_checked_in_render_mode(render_site):
+    runner, out = render_site
+    result = runner.run(gpu_platform_node_os="Ubuntu 18.04", gpu_platform_container_runtime="containerd 1.6.20")
+    assert result.failed == 1
+    msg = " ".join(result.failure_messages()[-1].split())
+    assert "the inventory: the operating system 'Ubuntu 18.04' is not one GPU Operator v26.3.3 is validated on" in msg
+    assert "the container runtime 'containerd 1.6.20'" in msg
+    assert not out.exists()
