@@ -14,10 +14,12 @@ description:
   - Renders, validates, applies (server-side apply) and waits for the NVIDIA Network Operator's C(NicClusterPolicy)
     (the cluster singleton C(nic-cluster-policy)) and the secondary network object that goes with it, for one of
     three modes.
-  - V(sriov) - SR-IOV device plugin; pods claim C(rdma/ib) (one VF per NIC) and attach a C(HostDeviceNetwork).
-  - V(rdma_shared) - RDMA shared device plugin; pods claim C(rdma/shared_ib) and up to O(rdma_hca_max) pods share
+  - V(sriov) - SR-IOV device plugin; pods claim C(rdma/ib) N times (one VF per NIC, N is O(nics_per_pod), by default
+    every NIC of O(node_type)) and attach a C(HostDeviceNetwork).
+  - V(rdma_shared) - RDMA shared device plugin; pods claim one C(rdma/shared_ib) and up to O(rdma_hca_max) pods share
     all selected NICs.
-  - V(ipoib) - pods join an C(IPoIBNetwork) through the annotation C(k8s.v1.cni.cncf.io/networks).
+  - V(ipoib) - the AKS RDMA/InfiniBand guide's IPoIB policy, the RDMA shared device plugin plus the IPoIB CNI; pods
+    claim one C(rdma/shared_ib) and join an C(IPoIBNetwork) through the annotation C(k8s.v1.cni.cncf.io/networks).
   - Component images are pinned and belong to O(network_operator_version); an unknown version is refused.
   - Every bad input is refused before anything is written, with a message that names the option and the fix.
   - With O(wait), waits until C(status.state) is C(ready); a time-out reports each component's state.
@@ -84,10 +86,24 @@ options:
         description: V(infiniband) or V(ether) (RoCE).
         type: str
   rdma_hca_max:
-    description: How many pods may share the NICs (V(rdma_shared) only).
+    description: How many pods may share the NICs (V(rdma_shared) and V(ipoib), which run the RDMA shared device plugin).
     type: int
   resource_name:
-    description: Resource name after the C(rdma/) prefix; defaults to C(shared_ib) (rdma_shared) or C(ib) (sriov).
+    description: Resource name after the C(rdma/) prefix; defaults to C(shared_ib) (rdma_shared, ipoib) or C(ib) (sriov).
+    type: str
+  nics_per_pod:
+    description:
+      - How many RDMA NICs one pod claims, 1 to 32. With V(sriov) pods request C(rdma/<resource_name>) this many times
+        (one VF per NIC).
+      - Unset, V(sriov) takes every NIC of O(node_type) (8 on ND H100 v5, as the AKS guide's pods request), and one of
+        the two is required. The shared modes claim one slot, which reaches every selected NIC; more is refused.
+      - Above the NICs of O(node_type) is refused (no node could run the pod).
+    type: int
+  node_type:
+    description:
+      - The RDMA node type of the pool, a short name (V(nd-h100-v5), V(nd-h200-v5), V(nd-a100-v4), V(ndm-a100-v4)) or
+        its Azure VM size (V(Standard_ND96isr_H100_v5)), case-insensitive. Gives O(nics_per_pod) its default in
+        V(sriov) mode and its ceiling.
     type: str
   network_name:
     description: Name of the secondary network object, used in the pods' network annotation.
@@ -180,6 +196,31 @@ EXAMPLES = r"""
     ipoib_master: ibs1f0
     render_to: "{{ playbook_dir }}/build/platform"
 
+- name: IPoIB as the AKS guide has it, pods claim rdma/shared_ib and join the IPoIBNetwork
+  gpu_platform.cluster.nic_cluster_policy:
+    mode: ipoib
+    network_operator_version: 26.4.1
+    ip_range: 192.168.0.0/16
+    ipoib_master: ibP257p0s0
+    rdma_hca_max: 63
+    network_name: aks-infiniband
+
+- name: SR-IOV on ND H100 v5 nodes, each pod claims all 8 NICs (rdma/ib 8)
+  gpu_platform.cluster.nic_cluster_policy:
+    mode: sriov
+    network_operator_version: 26.4.1
+    ip_range: 10.20.0.0/16
+    node_type: Standard_ND96isr_H100_v5
+  register: sriov
+
+- name: SR-IOV with 4 NICs per pod (two pods per node)
+  gpu_platform.cluster.nic_cluster_policy:
+    mode: sriov
+    network_operator_version: 26.4.1
+    ip_range: 10.20.0.0/16
+    node_type: nd-h100-v5
+    nics_per_pod: 4
+
 - name: SR-IOV on an air-gapped cluster, the component images pulled from a Harbor proxy of nvcr.io
   gpu_platform.cluster.nic_cluster_policy:
     mode: sriov
@@ -188,6 +229,7 @@ EXAMPLES = r"""
     selectors:
       vendors: ["15b3"]
       device_ids: ["101e"]
+    nics_per_pod: 8
     image_mirrors:
       nvcr.io: harbor.example.com/nvcr
     image_pull_secrets: [harbor-pull]
@@ -205,10 +247,10 @@ changed_objects:
   type: list
   elements: str
 pod_resources:
-  description: Extended resources a pod must request for the mode (empty for V(ipoib)).
+  description: Extended resources a pod must request for the mode, one C(rdma/shared_ib) in the shared modes, O(nics_per_pod) C(rdma/ib) in V(sriov).
   returned: when O(state=present)
   type: dict
-  sample: {"rdma/shared_ib": 1}
+  sample: {"rdma/ib": 8}
 example_pod:
   description: A ready-to-use Pod manifest for the mode (IPC_LOCK, GPU and RDMA requests, network annotation).
   returned: when O(state=present)
@@ -250,6 +292,8 @@ ARGUMENT_SPEC = shared.combine(
     }},
     rdma_hca_max={"type": "int"},
     resource_name={"type": "str"},
+    nics_per_pod={"type": "int"},
+    node_type={"type": "str"},
     network_name={"type": "str", "default": "rdma-net"},
     network_namespace={"type": "str", "default": "default"},
     ipoib_master={"type": "str"},

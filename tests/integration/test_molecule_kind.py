@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.fakes.chart_repo import ChartRepoServer
-from tests.fakes.charts import FIXTURE_CHARTS_DIR, TOOLS_BIN
+from tests.fakes.charts import FIXTURE_CHARTS_DIR, TOOLS_BIN, pinned_charts
 from tests.fakes.clock import FakeClock
 from tests.fakes.controllers import StatusSetter, default_controllers
 from tests.fakes.crds import DEFAULT_CRD_DIR
@@ -133,7 +133,7 @@ def _stats(proc):
 def test_the_playbooks_on_the_fake_api_server(tmp_path, fake_api_factory, chart_cache, helm_env):
     """prepare, converge, converge again (0 changed), converge --check (no write), verify: the scenario's own
     inventory, against the fake API server with a simulated GPU Operator and the fixture charts."""
-    charts = [chart_cache.get(FIXTURE_CHARTS_DIR / "gpu-operator", version="v26.7.0"),
+    charts = [chart_cache.get(FIXTURE_CHARTS_DIR / "gpu-operator", version=dict(pinned_charts())["gpu-operator"]),
               chart_cache.get(FIXTURE_CHARTS_DIR / "volcano", version="1.15.1"),
               chart_cache.get(FIXTURE_CHARTS_DIR / "kueue", version="0.19.2")]
     # Kueue makes a ClusterQueue Active once its flavors exist; the fake has no Kueue, so it says so at once.

@@ -103,6 +103,16 @@ def test_state_absent(net_api):
     assert again["changed"] is False
 
 
+def test_sriov_objects_are_removed_without_a_nic_count(net_api):
+    failed, result = run(net_api, mode="sriov", node_type="nd-h100-v5")
+    assert not failed, result
+    assert result["pod_resources"] == {"rdma/ib": 8}
+    assert policy(net_api)["spec"]["sriovDevicePlugin"]
+    failed, result = run(net_api, mode="sriov", state="absent")
+    assert not failed, result
+    assert result["changed"] and policy(net_api) is None
+
+
 @pytest.mark.parametrize("over, words", [
     ({"mode": "ipoib", "selectors": {"vendors": ["15b3"], "link_type": "infiniband"}}, "ipoib_master"),
     ({"ip_range": "192.168.100.0/33"}, "ip_range"),
@@ -116,6 +126,10 @@ def test_state_absent(net_api):
     ({"mode": "ipoib", "ipoib_master": "ibs1f0", "selectors": {"vendors": ["15b3"], "link_type": "ether"}}, "selectors.link_type"),
     ({"ip_gateway": "10.0.0.1"}, "ip_gateway"),
     ({"network_name": "RDMA_NET"}, "network_name"),
+    ({"mode": "sriov"}, "nics_per_pod: is empty and node_type is not set"),
+    ({"mode": "sriov", "node_type": "Standard_NC24ads_A100_v4"}, "node_type: 'Standard_NC24ads_A100_v4' is not a known"),
+    ({"mode": "sriov", "node_type": "nd-h100-v5", "nics_per_pod": 9}, "nics_per_pod: is 9 but a nd-h100-v5 node"),
+    ({"mode": "ipoib", "ipoib_master": "ibs1f0", "nics_per_pod": 2}, "nics_per_pod: is 2 but mode ipoib"),
 ])
 def test_bad_input_writes_nothing(net_api, over, words):
     failed, result = run(net_api, **over)
@@ -124,17 +138,23 @@ def test_bad_input_writes_nothing(net_api, over, words):
     assert net_api.writes() == []
 
 
-@pytest.mark.parametrize("mode, extra", [
-    ("rdma_shared", {}),
-    ("sriov", {}),
-    ("ipoib", {"ipoib_master": "ibs1f0"}),
+@pytest.mark.parametrize("mode, extra, resources", [
+    ("rdma_shared", {}, {"rdma/shared_ib": 1}),
+    ("sriov", {"node_type": "Standard_ND96isr_H100_v5"}, {"rdma/ib": 8}),
+    ("sriov", {"nics_per_pod": "4"}, {"rdma/ib": 4}),
+    ("ipoib", {"ipoib_master": "ibs1f0"}, {"rdma/shared_ib": 1}),
 ])
-def test_render_to_validates_and_is_idempotent(tmp_path, shared_dir, mode, extra):
+def test_render_to_validates_and_is_idempotent(tmp_path, shared_dir, mode, extra, resources):
     out = tmp_path / "platform"
     params = dict(BASE, mode=mode, render_to=str(out), kubeconfig="/nonexistent", **extra)
     failed, result = run_module("nic_cluster_policy", params)
     assert not failed, result
     assert result["changed"]
+    assert result["pod_resources"] == resources
+    assert result["example_pod"]["spec"]["containers"][0]["resources"]["limits"] == dict(resources, **{
+        "nvidia.com/gpu": 1})
+    spec = result["objects"][0]["spec"]
+    assert ("rdmaSharedDevicePlugin" in spec) is (mode != "sriov")
     for name in os.listdir(out):
         crdschema.validate(yaml.safe_load((out / name).read_text()))
     failed, again = run_module("nic_cluster_policy", params)

@@ -29,6 +29,8 @@ def combos():
             p["ipoib_master"] = "ibs1f0"
         if mode == "rdma_shared":
             p["selectors"]["interfaces"] = ["ibs1f0"] if link == "infiniband" else ["ens1f0np0"]
+        if mode == "sriov":
+            p["node_type"] = "nd-h100-v5"
         yield p
 
 

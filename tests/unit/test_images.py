@@ -151,5 +151,5 @@ def test_a_mirrored_policy_with_pull_secrets_meets_the_crd(shared_dir):
     from tests.schema import crdschema
     params = {"mode": "sriov", "network_operator_version": "26.4.1", "ip_range": "10.20.0.0/16",
               "selectors": {"vendors": ["15b3"], "device_ids": ["101e"]}, "image_pull_secrets": ["harbor-pull"],
-              "image_mirrors": {"nvcr.io": "harbor.example.com/nvcr"}}
+              "image_mirrors": {"nvcr.io": "harbor.example.com/nvcr"}, "node_type": "nd-h100-v5"}
     crdschema.validate(nic_policy.render_policy(nic_policy.build_request(params)))

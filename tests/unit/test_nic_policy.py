@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy, node_types
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 BASE = {"mode": "rdma_shared", "network_operator_version": "26.4.1", "ofed_driver": True, "ipam": "nv-ipam",
@@ -32,6 +32,8 @@ def valid_params():
             p["ipoib_master"] = "ibs1f0"
         elif mode == "rdma_shared":
             p["selectors"]["interfaces"] = ["ibs1f0" if link == "infiniband" else "ens1f0np0", "ibs2f0"]
+        else:
+            p["node_type"] = "nd-h100-v5" if ofed else "Standard_ND96asr_v4"
         yield p
     # rdma_shared on InfiniBand without interfaces: the master comes from ipoib_master
     yield {"mode": "rdma_shared", "network_operator_version": "v26.4.1", "ipam": "nv-ipam", "ip_range": "fd00:10::/64",
@@ -58,7 +60,7 @@ def test_valid_combinations_render(p):
     assert policy["metadata"]["name"] == "nic-cluster-policy" and "namespace" not in policy["metadata"]
     spec = policy["spec"]
     assert ("ofedDriver" in spec) is request.ofed_driver
-    assert ("rdmaSharedDevicePlugin" in spec) is (request.mode == "rdma_shared")
+    assert ("rdmaSharedDevicePlugin" in spec) is (request.mode in ("rdma_shared", "ipoib"))
     assert ("sriovDevicePlugin" in spec) is (request.mode == "sriov")
     assert ("nvIpam" in spec) is (request.ipam == "nv-ipam")
     assert set(spec["secondaryNetwork"]) == {"multus", "cniPlugins"} | (
@@ -113,7 +115,7 @@ def test_rdma_shared_config_defaults():
 
 
 def test_sriov_config():
-    request = nic_policy.build_request(params(mode="sriov", selectors={
+    request = nic_policy.build_request(params(mode="sriov", node_type="nd-h100-v5", selectors={
         "vendors": ["15b3"], "device_ids": ["101e"], "interfaces": ["ibs1f0"], "link_type": "infiniband"}))
     config = json.loads(nic_policy.render(request)[0]["spec"]["sriovDevicePlugin"]["config"])
     assert config == {"resourceList": [{
@@ -130,16 +132,33 @@ def test_custom_resource_name():
     assert nic_policy.pod_resources(request) == {"rdma/hca_shared_a": 1}
 
 
-def test_ipoib_mode():
+def test_ipoib_mode_keeps_the_rdma_shared_device_plugin_beside_the_ipoib_cni():
+    """As the AKS guide's IPoIB policy: the shared device plugin (rdma/shared_ib, rdmaHcaMax 63) and the IPoIB CNI."""
     request = nic_policy.build_request(params(mode="ipoib", ipoib_master="ibs1f0", selectors=None))
     objects = nic_policy.render(request)
     spec = objects[0]["spec"]
-    assert "rdmaSharedDevicePlugin" not in spec and "sriovDevicePlugin" not in spec
+    assert "sriovDevicePlugin" not in spec
+    assert spec["rdmaSharedDevicePlugin"]["image"] == "k8s-rdma-shared-dev-plugin"
+    config = json.loads(spec["rdmaSharedDevicePlugin"]["config"])
+    assert config == {"configList": [{"resourceName": "shared_ib", "resourcePrefix": "rdma", "rdmaHcaMax": 63,
+                                      "selectors": {"vendors": ["15b3"], "linkTypes": ["infiniband"]}}]}
     assert spec["secondaryNetwork"]["ipoib"]["image"] == "ipoib-cni"
     network = objects[-1]
     assert network["kind"] == "IPoIBNetwork"
     assert network["spec"]["master"] == "ibs1f0" and network["spec"]["networkNamespace"] == "default"
-    assert request.rdma_hca_max is None and request.resource_name is None
+    assert request.rdma_hca_max == 63 and request.resource == "rdma/shared_ib"
+    assert nic_policy.pod_resources(request) == {"rdma/shared_ib": 1}
+
+
+def test_ipoib_mode_takes_rdma_hca_max_and_a_resource_name():
+    request = nic_policy.build_request(params(mode="ipoib", ipoib_master="ibs1f0", rdma_hca_max=16,
+                                              resource_name="ipoib_rdma"))
+    entry = json.loads(nic_policy.render_policy(request)["spec"]["rdmaSharedDevicePlugin"]["config"])["configList"][0]
+    assert entry["rdmaHcaMax"] == 16 and entry["resourceName"] == "ipoib_rdma"
+    assert entry["selectors"]["ifNames"] == ["ibs1f0"]
+    pod = nic_policy.example_pod(request)
+    assert pod["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1, "rdma/ipoib_rdma": 1}
+    assert pod["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/networks": "rdma-net"}
 
 
 def test_ethernet_rdma_shared_is_macvlan_on_first_interface():
@@ -202,21 +221,21 @@ def test_role_defaults_are_accepted_in_every_mode():
             "ip_range": "192.168.100.0/24", "ip_gateway": "", "rdma_hca_max": 63, "resource_name": "",
             "network_name": "rdma-net", "network_namespace": "default", "ipoib_master": "",
             "selectors": {"vendors": ["15b3"], "link_type": "infiniband"}, "kubeconfig": None, "wait": True}
-    sriov = nic_policy.build_request(dict(role, mode="sriov"))
-    assert sriov.rdma_hca_max is None and sriov.resource == "rdma/ib"
-    ipoib = nic_policy.build_request(dict(role, mode="ipoib", ipoib_master="ibs1f0"))
-    assert ipoib.resource is None
+    sriov = nic_policy.build_request(dict(role, mode="sriov", node_type="nd-h100-v5"))
+    assert sriov.rdma_hca_max is None and sriov.resource == "rdma/ib" and sriov.nics_per_pod == 8
+    ipoib = nic_policy.build_request(dict(role, mode="ipoib", ipoib_master="ibs1f0", node_type=""))
+    assert ipoib.rdma_hca_max == 63 and ipoib.resource == "rdma/shared_ib" and ipoib.nics_per_pod == 1
     shared = nic_policy.build_request(dict(role, mode="rdma_shared", ipoib_master="ibs1f0"))
     assert shared.rdma_hca_max == 63 and shared.resource == "rdma/shared_ib"
 
 
 def test_unset_selector_keys_take_the_defaults():
     """The module's argument spec fills unset suboptions with None: vendors 15b3, link type infiniband."""
-    request = nic_policy.build_request(params(mode="sriov", selectors={
+    request = nic_policy.build_request(params(mode="sriov", nics_per_pod=8, selectors={
         "vendors": None, "device_ids": None, "interfaces": None, "link_type": None}))
     assert request.vendors == ("15b3",) and request.link_type == "infiniband"
     assert request.device_ids == () and request.interfaces == ()
-    assert nic_policy.build_request(params(mode="sriov", selectors=None)).vendors == ("15b3",)
+    assert nic_policy.build_request(params(mode="sriov", nics_per_pod=8, selectors=None)).vendors == ("15b3",)
 
 
 BAD = [
@@ -249,13 +268,35 @@ BAD = [
     ({"rdma_hca_max": 6.3}, "rdma_hca_max", "not a whole number"),
     ({"rdma_hca_max": True}, "rdma_hca_max", "not a whole number"),
     ({"mode": "sriov", "rdma_hca_max": 10}, "rdma_hca_max", "mode sriov has no RDMA shared device plugin"),
-    ({"mode": "ipoib", "ipoib_master": "ibs1f0", "rdma_hca_max": 10}, "rdma_hca_max", "mode ipoib has no"),
+    ({"mode": "sriov", "nics_per_pod": 8, "rdma_hca_max": 10}, "rdma_hca_max", "use mode rdma_shared or ipoib"),
+    ({"mode": "ipoib", "ipoib_master": "ibs1f0", "rdma_hca_max": 0}, "rdma_hca_max", "0 is out of range 1..1000"),
+    ({"mode": "ipoib", "ipoib_master": "ibs1f0", "selectors": {"vendors": []}}, "selectors",
+     "select no device at all"),
     ({"resource_name": "shared-ib"}, "resource_name", "'shared-ib' is not a valid resource name"),
     ({"resource_name": "rdma/shared_ib"}, "resource_name", "not a valid resource name"),
     ({"resource_name": "_ib"}, "resource_name", "not a valid resource name"),
     ({"resource_name": "x" * 64}, "resource_name", "at most 63 characters"),
     ({"resource_name": "ib.shared"}, "resource_name", "not a valid resource name"),
-    ({"mode": "ipoib", "ipoib_master": "ibs1f0", "resource_name": "ib"}, "resource_name", "runs no device plugin"),
+    ({"mode": "ipoib", "ipoib_master": "ibs1f0", "resource_name": "shared-ib"}, "resource_name",
+     "'shared-ib' is not a valid resource name"),
+    ({"mode": "sriov"}, "nics_per_pod", "is empty and node_type is not set, so the NICs per pod are unknown for "
+     "mode sriov"),
+    ({"mode": "sriov", "node_type": ""}, "nics_per_pod", "set node_type (one of nd-a100-v4"),
+    ({"mode": "sriov", "nics_per_pod": ""}, "nics_per_pod", "or give nics_per_pod"),
+    ({"mode": "sriov", "nics_per_pod": 0}, "nics_per_pod", "is 0; it must be from 1 to 32"),
+    ({"mode": "sriov", "nics_per_pod": 33}, "nics_per_pod", "is 33; it must be from 1 to 32"),
+    ({"mode": "sriov", "nics_per_pod": "eight"}, "nics_per_pod", "'eight' is not a whole number"),
+    ({"mode": "sriov", "nics_per_pod": True}, "nics_per_pod", "True is not a whole number"),
+    ({"mode": "sriov", "nics_per_pod": 2.5}, "nics_per_pod", "not a whole number"),
+    ({"mode": "sriov", "node_type": "nd-b200-v6"}, "node_type", "'nd-b200-v6' is not a known RDMA node type"),
+    ({"mode": "sriov", "node_type": 8}, "node_type", "8 is not a node type name"),
+    ({"mode": "sriov", "node_type": "nd-a100-v4", "nics_per_pod": 9}, "nics_per_pod",
+     "is 9 but a nd-a100-v4 node has 8 RDMA NICs"),
+    ({"nics_per_pod": 2}, "nics_per_pod", "is 2 but mode rdma_shared shares every selected NIC through one "
+     "rdma/shared_ib slot"),
+    ({"mode": "ipoib", "ipoib_master": "ibs1f0", "node_type": "nd-h100-v5", "nics_per_pod": 8}, "nics_per_pod",
+     "mode ipoib shares every selected NIC"),
+    ({"rdma_hca_max": 63, "node_type": "Standard_ND96isr_H100_v6"}, "node_type", "not a known RDMA node type"),
     ({"mode": "ipoib"}, "ipoib_master", "is required for mode ipoib"),
     ({"mode": "ipoib", "ipoib_master": "ib/0"}, "ipoib_master", "not a network interface name"),
     ({"mode": "ipoib", "ipoib_master": "ibs1f0", "selectors": {"link_type": "ether"}}, "selectors.link_type",
@@ -265,7 +306,7 @@ BAD = [
      "attaches pods through a MacvlanNetwork"),
     ({"selectors": {"interfaces": ["ens1f0"], "link_type": "ether"}, "ipoib_master": "ib0"}, "ipoib_master",
      "selectors.link_type is ether"),
-    ({"mode": "sriov", "ipoib_master": "ib0"}, "ipoib_master", "HostDeviceNetwork"),
+    ({"mode": "sriov", "nics_per_pod": 8, "ipoib_master": "ib0"}, "ipoib_master", "HostDeviceNetwork"),
     ({"ip_range": "192.168.100.0/33"}, "ip_range", "not a CIDR subnet"),
     ({"ip_range": "192.168.100.0"}, "ip_range", "has no prefix length"),
     ({"ip_range": "192.168.300.0/24"}, "ip_range", "not a CIDR subnet"),
@@ -306,7 +347,7 @@ def test_bad_cases_cover_every_required_kind():
     fields = {b[1] for b in BAD}
     assert {"mode", "network_operator_version", "selectors", "selectors.vendors", "selectors.device_ids",
             "selectors.link_type", "rdma_hca_max", "resource_name", "ipoib_master", "ip_range", "ip_gateway",
-            "ipam", "network_name", "network_namespace", "ofed_driver"} <= fields
+            "ipam", "network_name", "network_namespace", "ofed_driver", "nics_per_pod", "node_type"} <= fields
 
 
 def test_unknown_version_lists_the_known_ones():
@@ -318,8 +359,15 @@ def test_unknown_version_lists_the_known_ones():
 
 @pytest.mark.parametrize("mode, extra, expected", [
     ("rdma_shared", {}, {"rdma/shared_ib": 1}),
-    ("sriov", {}, {"rdma/ib": 1}),
-    ("ipoib", {"ipoib_master": "ibs1f0"}, {}),
+    ("rdma_shared", {"node_type": "nd-h100-v5", "nics_per_pod": ""}, {"rdma/shared_ib": 1}),
+    ("sriov", {"node_type": "nd-h100-v5"}, {"rdma/ib": 8}),
+    ("sriov", {"node_type": "standard_nd96isr_h100_v5"}, {"rdma/ib": 8}),
+    ("sriov", {"node_type": "nd-h100-v5", "nics_per_pod": 4}, {"rdma/ib": 4}),
+    ("sriov", {"nics_per_pod": "2"}, {"rdma/ib": 2}),
+    ("sriov", {"nics_per_pod": 16}, {"rdma/ib": 16}),
+    ("sriov", {"node_type": "nd-h100-v5", "resource_name": "ib_a"}, {"rdma/ib_a": 8}),
+    ("ipoib", {"ipoib_master": "ibs1f0"}, {"rdma/shared_ib": 1}),
+    ("ipoib", {"ipoib_master": "ibs1f0", "nics_per_pod": 1}, {"rdma/shared_ib": 1}),
 ])
 def test_pod_resources(mode, extra, expected):
     request = nic_policy.build_request(params(mode=mode, **extra))
@@ -328,7 +376,7 @@ def test_pod_resources(mode, extra, expected):
 
 @pytest.mark.parametrize("mode, extra, gpus", [
     ("rdma_shared", {}, 1),
-    ("sriov", {}, 8),
+    ("sriov", {"node_type": "nd-h100-v5"}, 8),
     ("ipoib", {"ipoib_master": "ibs1f0"}, 2),
 ])
 def test_example_pod(mode, extra, gpus):
@@ -342,8 +390,35 @@ def test_example_pod(mode, extra, gpus):
     expected = {"nvidia.com/gpu": gpus}
     expected.update(nic_policy.pod_resources(request))
     assert container["resources"]["limits"] == expected
+    rdma = {"rdma_shared": {"rdma/shared_ib": 1}, "sriov": {"rdma/ib": 8}, "ipoib": {"rdma/shared_ib": 1}}[mode]
+    assert {k: v for k, v in container["resources"]["limits"].items() if k.startswith("rdma/")} == rdma
     image, tag = container["image"].rsplit(":", 1)
     assert image == "nvcr.io/nvidia/doca/doca" and tag == "3.0.0-full-rt-host"
+
+
+def test_removing_sriov_objects_needs_no_nic_count():
+    """state absent only deletes: no node type and no count is fine, but nothing for pods comes out of it."""
+    request = nic_policy.build_request(params(mode="sriov", state="absent"))
+    assert request.nics_per_pod is None
+    assert [o["kind"] for o in nic_policy.render(request)] == ["NicClusterPolicy", "IPPool", "HostDeviceNetwork"]
+    with pytest.raises(ParamError) as err:
+        nic_policy.pod_resources(request)
+    assert err.value.field == "nics_per_pod" and "Fix: give nics_per_pod or node_type" in err.value.msg
+    with pytest.raises(ParamError):
+        nic_policy.build_request(params(mode="sriov", state="present"))
+    # a given count is still checked when removing
+    with pytest.raises(ParamError) as bad:
+        nic_policy.build_request(params(mode="sriov", state="absent", nics_per_pod=0))
+    assert bad.value.field == "nics_per_pod"
+
+
+def test_the_node_type_table_gives_sriov_its_nic_count():
+    """Each known node type's NIC count is what an SR-IOV pod claims, by short name and by VM size."""
+    for name, facts in node_types.NODE_TYPES.items():
+        for value in (name,) + facts["vm_sizes"]:
+            request = nic_policy.build_request(params(mode="sriov", node_type=value))
+            assert request.node_type == name
+            assert nic_policy.pod_resources(request) == {"rdma/ib": facts["nics"]}
 
 
 @pytest.mark.parametrize("gpus", [0, -1, True, "1", 1.5])
@@ -399,7 +474,8 @@ def test_docs_example_pods_match_the_code():
         text = handle.read()
     base = {"network_operator_version": "26.4.1", "ip_range": "192.168.100.0/24",
             "selectors": {"vendors": ["15b3"], "link_type": "infiniband", "interfaces": ["ibs1f0"]}}
-    for mode, extra in (("rdma_shared", {}), ("sriov", {}), ("ipoib", {"ipoib_master": "ibs1f0"})):
+    for mode, extra in (("rdma_shared", {}), ("sriov", {"node_type": "nd-h100-v5"}),
+                        ("ipoib", {"ipoib_master": "ibs1f0"})):
         section = text.split("### %s\n\n```yaml\n" % mode, 1)[1].split("```", 1)[0]
         pod = nic_policy.example_pod(nic_policy.build_request(dict(base, mode=mode, **extra)))
         assert yaml.safe_load(section) == pod, mode

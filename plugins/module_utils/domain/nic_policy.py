@@ -8,17 +8,23 @@ Field names follow the v26.4.1 CRDs in shared/upstream/network-operator (NicClus
 IPoIBNetwork, HostDeviceNetwork, MacvlanNetwork, NV-IPAM IPPool); the schema tests check every
 object this renders against those files.
 
-Three modes (see docs of the nic_cluster_policy module):
+Three modes (see docs of the nic_cluster_policy module and docs/network.md). Each renders what the
+AKS RDMA/InfiniBand guide's policy of that mode has (Azure/aks-rdma-infiniband, configs/nicclusterpolicy):
 
-- ``sriov``: SR-IOV network device plugin; pods claim ``rdma/<resource_name>`` (default
-  ``rdma/ib``), one VF each, attached through a ``HostDeviceNetwork``.
-- ``rdma_shared``: RDMA shared device plugin; pods claim ``rdma/<resource_name>`` (default
+- ``sriov``: SR-IOV network device plugin; pods claim ``rdma/<resource_name>: N`` (default
+  ``rdma/ib``), one VF per NIC, attached through a ``HostDeviceNetwork``. N is ``nics_per_pod``,
+  by default every NIC of ``node_type`` (8 on ND H100 v5, as the guide's pods request).
+- ``rdma_shared``: RDMA shared device plugin; pods claim ``rdma/<resource_name>: 1`` (default
   ``rdma/shared_ib``), ``rdma_hca_max`` pods share the selected NICs. The network is an
   ``IPoIBNetwork`` on InfiniBand or a ``MacvlanNetwork`` on Ethernet. Its master interface is
   ``ipoib_master`` when given, otherwise the first of ``selectors.interfaces``; one of the two is
   required (the device plugin needs no interface name, the network does).
-- ``ipoib``: no device plugin; an ``IPoIBNetwork`` on ``ipoib_master`` plus the Multus, CNI
-  plugins and IPoIB CNI parts of the policy. Pods only carry the network annotation.
+- ``ipoib``: the guide's IPoIB policy, which is its RDMA shared device plugin policy plus the IPoIB
+  CNI: the same shared device plugin (``rdma/shared_ib: 1``, ``rdma_hca_max``) and an
+  ``IPoIBNetwork`` on ``ipoib_master`` (required), with the Multus, CNI plugins and IPoIB CNI parts
+  of the policy. Pods claim the RDMA resource and carry the network annotation.
+
+The shared modes claim one slot per pod whatever the NIC count: one slot reaches every selected NIC.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from dataclasses import dataclass, field
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import images as image_mirrors
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_types
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
@@ -38,6 +45,8 @@ SRIOV = "sriov"
 RDMA_SHARED = "rdma_shared"
 IPOIB = "ipoib"
 MODES = (SRIOV, RDMA_SHARED, IPOIB)
+# Modes that run the RDMA shared device plugin (the AKS guide's IPoIB policy keeps it beside the IPoIB CNI).
+SHARED_MODES = (RDMA_SHARED, IPOIB)
 
 NV_IPAM = "nv-ipam"
 WHEREABOUTS = "whereabouts"
@@ -56,7 +65,9 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu_platform.cluster"}
 
 DEFAULT_VENDORS = ("15b3",)  # PCI vendor id of NVIDIA (Mellanox) network adapters
 DEFAULT_LINK_TYPE = INFINIBAND
-DEFAULT_RESOURCE_NAMES = {SRIOV: "ib", RDMA_SHARED: "shared_ib"}
+# The AKS guide's names: "ib" in its SR-IOV policy, "shared_ib" in its RDMA shared device plugin policy, which its
+# IPoIB policy builds on (configs/nicclusterpolicy/ipoib/kustomization.yaml lists ../rdma-shared-device-plugin).
+DEFAULT_RESOURCE_NAMES = {SRIOV: "ib", RDMA_SHARED: "shared_ib", IPOIB: "shared_ib"}
 DEFAULT_NETWORK_NAME = "rdma-net"
 DEFAULT_NETWORK_NAMESPACE = "default"
 DEFAULT_OPERATOR_NAMESPACE = "nvidia-network-operator"
@@ -188,6 +199,11 @@ class NicPolicyRequest:
     pull_secrets: tuple = field(default=())
     node_affinity: dict = field(default_factory=lambda: copy.deepcopy(DEFAULT_NODE_AFFINITY))
     upgrade_policy: dict = field(default_factory=lambda: copy.deepcopy(UPGRADE_POLICY_DEFAULTS))
+    # RDMA NICs one pod claims: the count of rdma/<resource> in sriov, 1 in the shared modes. None only when the
+    # request removes the objects (state absent) and nothing says how many.
+    nics_per_pod: int | None = 1
+    # The node type's short name (nd-h100-v5) when one was given.
+    node_type: str | None = None
 
     @property
     def images(self):
@@ -198,7 +214,7 @@ class NicPolicyRequest:
 
     @property
     def resource(self):
-        """The extended resource pods request (``rdma/shared_ib``), or None for ipoib."""
+        """The extended resource pods request (``rdma/shared_ib``, ``rdma/ib``)."""
         return "%s/%s" % (RESOURCE_PREFIX, self.resource_name) if self.resource_name else None
 
     @property
@@ -294,11 +310,11 @@ def _selectors(value):
 
 def _rdma_hca_max(value, mode):
     field_name = "rdma_hca_max"
-    if mode != RDMA_SHARED:
+    if mode not in SHARED_MODES:
         # A value equal to the default carries no intent (roles pass their default in every mode).
         if value is not None and value != RDMA_HCA_MAX_DEFAULT:
             raise ParamError(field_name, "is set to %r but mode %s has no RDMA shared device plugin" % (value, mode),
-                             "drop rdma_hca_max, or use mode rdma_shared")
+                             "drop rdma_hca_max, or use mode rdma_shared or ipoib")
         return None
     if value is None:
         return RDMA_HCA_MAX_DEFAULT
@@ -316,11 +332,6 @@ def _rdma_hca_max(value, mode):
 
 def _resource_name(value, mode):
     field_name = "resource_name"
-    if mode == IPOIB:
-        if not _unset(value):
-            raise ParamError(field_name, "is set but mode ipoib runs no device plugin (pods only join the network)",
-                             "drop resource_name, or use mode rdma_shared or sriov")
-        return None
     if _unset(value):
         return DEFAULT_RESOURCE_NAMES[mode]
     if not isinstance(value, str) or not RESOURCE_NAME.match(value):
@@ -329,6 +340,31 @@ def _resource_name(value, mode):
                          "most 63 characters)" % (value, RESOURCE_PREFIX),
                          "use a name such as %s" % DEFAULT_RESOURCE_NAMES[mode])
     return value
+
+
+def _nics_per_pod(params, mode, resource_name):
+    """``(count, node type name)``: the RDMA NICs one pod claims, from ``nics_per_pod`` or ``node_type``.
+
+    node_types.nics_per_pod decides (sriov: every NIC of the node type; shared modes: 1). On top of it: a
+    shared mode claims exactly one slot (one slot already reaches every selected NIC, more only use up
+    rdma_hca_max), and a count above the node type's NICs would leave every pod Pending. Removing the objects
+    (state absent) needs no count.
+    """
+    given = params.get("nics_per_pod")
+    name, facts = node_types.lookup("node_type", params.get("node_type"))
+    if mode == SRIOV and _unset(given) and facts is None and params.get("state") == "absent":
+        return None, None
+    count = node_types.nics_per_pod("nics_per_pod", mode, name, given, type_field="node_type")
+    if mode in SHARED_MODES and count != 1:
+        raise ParamError("nics_per_pod", "is %d but mode %s shares every selected NIC through one %s/%s slot per pod "
+                         "(more slots give a pod no more NICs and use up rdma_hca_max)"
+                         % (count, mode, RESOURCE_PREFIX, resource_name),
+                         "leave nics_per_pod empty (or 1), or use mode sriov for one VF per NIC")
+    if facts is not None and count > facts["nics"]:
+        raise ParamError("nics_per_pod", "is %d but a %s node has %d RDMA NICs, so no node could run the pod"
+                         % (count, name, facts["nics"]),
+                         "give at most %d, or leave it empty for all %d" % (facts["nics"], facts["nics"]))
+    return count, name
 
 
 def _network(value):
@@ -440,11 +476,12 @@ def build_request(params):
         raise ParamError("ofed_driver", "%r is not true or false" % (ofed,),
                          "set it to true (DOCA driver container) or false (the hosts' MOFED)")
     vendors, device_ids, interfaces, link_type = _selectors(params.get("selectors"))
-    if mode != IPOIB and not (vendors or device_ids or interfaces):
+    if not (vendors or device_ids or interfaces):
         raise ParamError("selectors", "select no device at all (vendors, device_ids and interfaces are all empty)",
                          "give at least one, e.g. vendors: [\"15b3\"]")
     rdma_hca_max = _rdma_hca_max(params.get("rdma_hca_max"), mode)
     resource_name = _resource_name(params.get("resource_name"), mode)
+    nics, node_type = _nics_per_pod(params, mode, resource_name)
     master = _master(params, mode, link_type, interfaces)
     ipam = _choice("ipam", params.get("ipam"), IPAMS, DEFAULT_IPAM)
     network = _network(params.get("ip_range"))
@@ -485,7 +522,7 @@ def build_request(params):
         rdma_hca_max=rdma_hca_max, resource_name=resource_name, network_name=network_name,
         network_namespace=network_namespace, master=master, nv_ipam_pool=pool, nv_ipam_block_size=block,
         operator_namespace=operator_namespace, warnings=tuple(warnings), mirrors=tuple(sorted(mirrors.items())), pull_secrets=secrets,
-        node_affinity=affinity, upgrade_policy=policy)
+        node_affinity=affinity, upgrade_policy=policy, nics_per_pod=nics, node_type=node_type)
 
 
 def _json(obj):
@@ -556,7 +593,7 @@ def render_policy(request):
         spec["nodeAffinity"] = copy.deepcopy(request.node_affinity)
     if request.ofed_driver:
         spec["ofedDriver"] = dict(_image(request, "ofedDriver"), upgradePolicy=copy.deepcopy(request.upgrade_policy))
-    if request.mode == RDMA_SHARED:
+    if request.mode in SHARED_MODES:
         spec["rdmaSharedDevicePlugin"] = dict(_image(request, "rdmaSharedDevicePlugin"),
                                               config=rdma_shared_config(request))
     elif request.mode == SRIOV:
@@ -606,8 +643,12 @@ def render(request):
 
 
 def pod_resources(request):
-    """Extended resources a pod of this mode requests, e.g. {"rdma/shared_ib": 1}; {} for ipoib."""
-    return {request.resource: 1} if request.resource else {}
+    """Extended resources a pod of this mode requests: {"rdma/shared_ib": 1} in the shared modes (rdma_shared,
+    ipoib), {"rdma/ib": N} in sriov with N the NICs per pod (8 on ND H100 v5)."""
+    if request.nics_per_pod is None:
+        raise ParamError("nics_per_pod", "is unknown for mode sriov (the request was built to remove the objects)",
+                         "give nics_per_pod or node_type")
+    return {request.resource: request.nics_per_pod}
 
 
 def example_pod(request, gpus=1):
