@@ -25,8 +25,13 @@ def peermem_daemonset(namespace, image, module="nvidia-peermem", node_selector=N
         raise AnsibleFilterError(exc.msg)
 
 
+def peermem_loader_ready(daemonset, nodes, node_selector=None):
+    return peermem.loader_ready(daemonset, nodes, node_selector)
+
+
 class FilterModule:
     """GPU host filters."""
 
     def filters(self):
-        return {"host_driver_plan": host_driver_plan, "peermem_daemonset": peermem_daemonset}
+        return {"host_driver_plan": host_driver_plan, "peermem_daemonset": peermem_daemonset,
+                "peermem_loader_ready": peermem_loader_ready}

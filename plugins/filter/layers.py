@@ -76,11 +76,13 @@ def namespace_objects(names, labels=None):
         raise AnsibleFilterError(exc.msg)
 
 
-def smoke_tests_plan(settings, sharing_pools=None):
-    """The smoke tests of the chosen layers (``domain.smoke.plan``), with the gpu_sharing pools validated first."""
+def smoke_tests_plan(settings, sharing_pools=None, mig_config=None):
+    """The smoke tests of the chosen layers (``domain.smoke.plan``), with the gpu_sharing pools validated first
+    (against the sharing layer's custom mig-parted config, when it has one)."""
     try:
-        pools = [dict(p.to_dict(), resource_name=p.resource_name) for p in sharing.validate_pools(sharing_pools or [])]
-        return smoke.plan(dict(settings, sharing_pools=pools))
+        pools = [dict(p.to_dict(), resource_name=p.resource_name)
+                 for p in sharing.validate_pools(sharing_pools or [], mig_config)]
+        return smoke.plan(dict(settings, sharing_pools=pools, mig_config=mig_config or None))
     except ParamError as exc:
         raise AnsibleFilterError(exc.msg)
 

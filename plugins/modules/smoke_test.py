@@ -17,9 +17,12 @@ description:
   - V(dra) runs C(nvidia-smi) in a pod that gets its GPU from a DRA ResourceClaimTemplate of O(device_class).
   - V(gang) starts O(replicas) one-GPU pods as one gang (a Volcano Job with C(minAvailable), or a KAI Scheduler
     PodGroup with C(minMember)). It passes when every pod started, all within O(window_seconds).
-  - V(nccl) runs nccl-tests C(all_reduce_perf) across O(nodes) nodes with C(NCCL_DEBUG=INFO) (a Volcano Job with an
-    C(mpirun) launcher). It passes only when a C(via NET/.../GDRDMA) channel line shows GPUDirect RDMA, no result
-    was wrong, and the average bus bandwidth reaches O(min_busbw_gbps).
+  - V(nccl) runs nccl-tests C(all_reduce_perf) across O(nodes) nodes with C(NCCL_DEBUG=INFO), an C(mpirun) launcher
+    and one worker per node. Under O(scheduler=volcano) it is a Volcano Job (its ssh and svc plugins). Under V(kai)
+    it is bare pods in a KAI PodGroup, under V(none) bare pods, with a headless Service for the workers' names and
+    an SSH key pair made on the controller for this run, kept only in a Secret that is deleted with the run.
+  - V(nccl) passes only when a C(via NET/IB.../GDRDMA) channel line shows GPUDirect RDMA over InfiniBand (not
+    C(NET/Socket)), no result was wrong, and the average bus bandwidth reaches O(min_busbw_gbps).
   - V(allocatable) creates nothing. It waits until the nodes advertise the expected GPU resources (time-slicing
     replicas per GPU, or the instances of a MIG layout), or until O(timeout).
   - Objects left behind by an interrupted earlier run are removed first. The check's objects are removed again
@@ -29,6 +32,7 @@ description:
   - A failed test fails the task. The message is one line naming the layer, the object, the reason and the log line
     that decided. The same fields are returned in RV(smoke).
   - With O(render_to) nothing runs. The objects are written to a GitOps folder, with bare Pods as C(batch/v1) Jobs.
+    V(nccl) under V(kai) or V(none) writes nothing (its SSH key is made at run time and never goes to a file).
 author:
   - gpu_platform maintainers (@gpu-platform)
 extends_documentation_fragment:
@@ -77,9 +81,10 @@ options:
     type: str
     default: gpu.nvidia.com
   scheduler:
-    description: V(gang) only. The gang scheduler.
+    description:
+      - V(gang) and V(nccl). The scheduler of the pods. V(none) (the default scheduler, no gang) is for V(nccl) only.
     type: str
-    choices: [volcano, kai]
+    choices: [volcano, kai, none]
     default: volcano
   replicas:
     description: V(gang) only. How many one-GPU pods must start together (at least 2).
@@ -113,7 +118,9 @@ options:
     description: V(nccl) only. The Multus attachments of the workers (C(ns/name), comma-separated or a list).
     type: raw
   min_busbw_gbps:
-    description: V(nccl) only. The least average bus bandwidth, in GB/s as nccl-tests prints it.
+    description:
+      - V(nccl) only. The least average bus bandwidth, in GB/s as nccl-tests prints it.
+      - The smoke_tests role passes its node type's threshold (see the docs); the default suits no real fabric.
     type: float
     default: 10
   node_selector:
@@ -134,6 +141,11 @@ options:
         what that layout gives on its GPUs (GFD's C(nvidia.com/gpu.product) and C(nvidia.com/gpu.count) labels), under
         O(mig_strategy).
     type: str
+  mig_config:
+    description:
+      - V(allocatable) with O(mig_layout). A custom mig-parted config (mig-parted's C(config.yaml) format, as the
+        gpu_sharing role's C(gpu_sharing_mig_config)); O(mig_layout) then names one of its configs.
+    type: dict
   mig_strategy:
     description: V(allocatable) with O(mig_layout). The GPU Operator's MIG strategy.
     type: str
@@ -210,6 +222,16 @@ EXAMPLES = r"""
     min_busbw_gbps: 40
     timeout: 900
 
+- name: The same under KAI Scheduler (bare pods in a PodGroup, a key pair made for this run)
+  gpu_platform.cluster.smoke_test:
+    check: nccl
+    scheduler: kai
+    queue: vision
+    image: registry.example.com/hpc/nccl-tests:2.17.1-cuda12.9
+    network: default/rdma-shared
+    min_busbw_gbps: 140
+    timeout: 900
+
 - name: Run every test, collect the results, and judge at the end
   gpu_platform.cluster.smoke_test:
     check: cuda
@@ -280,7 +302,7 @@ ARGUMENT_SPEC = shared.combine(
     resources={"type": "dict"},
     suffix={"type": "str"},
     device_class={"type": "str", "default": "gpu.nvidia.com"},
-    scheduler={"type": "str", "choices": ["volcano", "kai"], "default": "volcano"},
+    scheduler={"type": "str", "choices": ["volcano", "kai", "none"], "default": "volcano"},
     replicas={"type": "int", "default": 2},
     queue={"type": "str", "default": "default"},
     window_seconds={"type": "float", "default": 30},
@@ -292,6 +314,7 @@ ARGUMENT_SPEC = shared.combine(
     node_selector={"type": "dict"},
     expected_per_gpu={"type": "dict"},
     mig_layout={"type": "str"},
+    mig_config={"type": "dict"},
     mig_strategy={"type": "str", "choices": ["single", "mixed"], "default": "single"},
     expected_allocatable={"type": "dict"},
     timeout={"type": "int", "default": 300},

@@ -57,7 +57,7 @@ def workflow_run(api, check_mode=False, **params):
 def smoke_objects(api):
     """Every object a smoke test left behind in its namespace."""
     left = []
-    for api_version, kind in (("v1", "Pod"), ("batch.volcano.sh/v1alpha1", "Job"),
+    for api_version, kind in (("v1", "Pod"), ("batch.volcano.sh/v1alpha1", "Job"), ("v1", "Secret"), ("v1", "Service"),
                               ("resource.k8s.io/v1", "ResourceClaimTemplate"),
                               ("scheduling.run.ai/v2alpha2", "PodGroup")):
         left += ["%s/%s" % (kind, o["metadata"]["name"]) for o in api.store.list(api_version, kind, NS)]
@@ -269,6 +269,30 @@ def test_nccl_without_volcano_is_refused_with_the_fix(cluster):
     assert failed and "batch.volcano.sh/v1alpha1 Job" in result["msg"]
     assert "install Volcano (scheduling_scheduler: volcano)" in result["msg"]
     assert api.writes() == []
+
+
+@pytest.mark.parametrize("scheduler", ["kai", "none"])
+def test_nccl_without_volcano_runs_bare_pods_with_a_key_made_for_the_run(cluster, scheduler):
+    api = cluster(NCCL_OUTCOMES)
+    failed, result = module(api, check="nccl", image=NCCL_IMAGE, scheduler=scheduler, queue="vision",
+                            min_busbw_gbps=100, network="default/rdma-shared")
+    assert not failed, result
+    smoke = result["smoke"]
+    assert smoke["passed"] and smoke["object"] == "pod-gpu-platform-smoke-gpu-platform-smoke-nccl-launcher-0"
+    created = [r for r in api.request_log if r["method"] in ("POST", "PATCH") and "/secrets/" in r["path"]]
+    assert created, "the run's key pair went to the cluster as a Secret"
+    assert "PRIVATE KEY" not in str(result), "the private key is never in the result"
+    kinds = sorted({r["path"].split("/")[-2] for r in api.writes() if r["method"] in ("POST", "PATCH")})
+    assert "pods" in kinds and "services" in kinds and ("podgroups" in kinds) == (scheduler == "kai")
+    assert smoke_objects(api) == [], "the Secret, the Service and the pods are removed after the run"
+
+
+def test_nccl_render_under_kai_writes_no_key_and_no_file(tmp_path):
+    out = tmp_path / "smoke"
+    failed, result = run_module("smoke_test", {"check": "nccl", "scheduler": "kai", "queue": "vision",
+                                               "image": NCCL_IMAGE, "render_to": str(out)})
+    assert not failed and not result["changed"] and not out.exists()
+    assert "never written to a GitOps folder" in result["smoke"]["skipped_reason"]
 
 
 # ---------------------------------------------------------------- allocatable
@@ -497,7 +521,7 @@ def test_every_example_passes_on_the_fake_cluster(cluster):
     api.store.create(shared_node("gpu-a", 8, 32))
     api.store.create(mig_node("gpu-m", {"nvidia.com/mig-1g.10gb": "56"}))
     examples = [t["gpu_platform.cluster.smoke_test"] for t in yaml.safe_load(smoke_test.EXAMPLES)]
-    assert len(examples) == 7
+    assert len(examples) == 8
     for args in examples:
         failed, result = module(api, **args)
         assert not failed and result["smoke"]["passed"], (args, result)

@@ -237,3 +237,19 @@ def test_the_inventorys_platform_is_checked_in_render_mode(render_site):
     assert "the inventory: the operating system 'Ubuntu 18.04' is not one GPU Operator v26.3.3 is validated on" in msg
     assert "the container runtime 'containerd 1.6.20'" in msg
     assert not out.exists()
+
+
+def test_a_custom_mig_config_reaches_the_gpu_operator_release(render_site, shared_dir):
+    """docs/sharing.md's example: the ConfigMap is in the bundle and the GPU Operator's MIG manager reads it."""
+    runner, out = render_site
+    text = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "sharing.md"), encoding="utf-8").read()
+    example = yaml.safe_load(text.split("## A custom mig-parted config", 1)[1].split("```yaml", 1)[1].split("```", 1)[0])
+    result = runner.run(gpu_operator_mig_strategy="mixed", **example)
+    assert result.failed == 0, result.failure_messages()
+    values = bundle(out)["helmrelease-gpu-operator-gpu-operator.yaml"]["spec"]["values"]
+    assert values["migManager"]["config"] == {"name": "custom-mig-parted-config", "default": "all-disabled",
+                                              "create": False}
+    maps = [o for o in kustomize(out) if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "custom-mig-parted-config"]
+    assert len(maps) == 1 and yaml.safe_load(maps[0]["data"]["config.yaml"]) == example["gpu_sharing_mig_config"]
+    defaults = os.path.join(shared_dir, "upstream", "gpu-operator", "values.default.yaml")
+    assert crdschema.check_values_keys(values, defaults) == []

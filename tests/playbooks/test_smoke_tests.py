@@ -78,7 +78,7 @@ def test_smoke_playbook_runs_every_test_then_judges(direct_site):
     assert lines[2].startswith("scheduling: FAIL - job-gpu-platform-smoke-gpu-platform-smoke-gang - 0 of 2 gang pods "
                                "started within 10s"), "the gang ran although nvidia-smi had failed"
     assert "Insufficient nvidia.com/gpu" in lines[2]
-    assert lines[3].startswith("network_operator: SKIPPED - network_operator_mode is none")
+    assert lines[3].startswith("network_operator: SKIPPED - RDMA is off (network_operator_mode is none)")
     assert result.failure_messages()[-1].startswith("Smoke tests failed: gpu_operator: FAIL")
     assert smoke_left(api) == []
     # The layers were not touched: only the smoke namespace's objects were written.

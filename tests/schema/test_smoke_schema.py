@@ -22,7 +22,7 @@ import pytest
 import yaml
 from kubernetes import client as k8s_client
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke, smoke_nccl
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke as smoke_workflow
 from tests.schema import crdschema
 
@@ -135,14 +135,14 @@ NCCL_CONFIGS = [
 
 @pytest.mark.parametrize("config", NCCL_CONFIGS, ids=lambda c: json.dumps(c, sort_keys=True))
 def test_nccl_job_is_valid(config):
-    (job,) = smoke.nccl_job(NS, NCCL_IMAGE, **config)
+    (job,) = smoke_nccl.nccl_job(NS, NCCL_IMAGE, **config)
     check_volcano_job(job)
 
 
 # ---------------------------------------------------------------- the checks above are not vacuous
 
 def test_a_misspelt_volcano_job_field_is_caught():
-    (job,) = smoke.nccl_job(NS, NCCL_IMAGE)
+    (job,) = smoke_nccl.nccl_job(NS, NCCL_IMAGE)
     bad = copy.deepcopy(job)
     bad["spec"]["minAvaliable"] = bad["spec"].pop("minAvailable")
     assert any("minAvaliable" in e for e in crdschema.crd_errors(bad))

@@ -32,9 +32,11 @@ def test_catalog_entry_is_complete_and_sourced(product):
     assert spec["source"].startswith("https://")
     assert spec["placements_source"] is None or spec["placements_source"].startswith("https://")
     assert (spec["slices"], spec["memory_slices"]) in ((7, 8), (4, 4))
-    assert spec["labels"] and spec["device_ids"]
+    # Labels only where one was seen on a GFD-labelled node; every product has its device IDs.
+    assert spec["device_ids"] and isinstance(spec["labels"], list)
+    assert spec["facts_source"].startswith("https://")
     assert all(mig.DEVICE_ID.match(i) and i.upper().endswith("10DE") for i in spec["device_ids"])
-    full = [p for p in spec["profiles"].values() if p["slices"] == spec["slices"]]
+    full = [p for n, p in spec["profiles"].items() if p["slices"] == spec["slices"] and "+" not in n]
     assert len(full) == 1 and full[0]["memory_slices"] == spec["memory_slices"]
     assert full[0]["memory_gb"] == spec["memory_gb"]
     for name, profile in spec["profiles"].items():
@@ -67,7 +69,8 @@ def test_balanced_mix_follows_the_mig_parted_rule(product):
     formula = {7: {1: 2, 2: 1, 3: 1}, 4: {1: 2, 2: 1}}[spec["slices"]]
     expected = {}
     for g, count in formula.items():
-        base = [(p["max_instances"], n) for n, p in spec["profiles"].items() if "+" not in n and p["slices"] == g]
+        base = [(p["max_instances"], n) for n, p in spec["profiles"].items()
+                if "+" not in n and "-" not in n and p["slices"] == g]
         expected[max(base)[1]] = count
     assert spec["balanced"] == expected
 
@@ -138,8 +141,9 @@ def test_every_catalog_label_maps_back(product):
 def test_every_product_and_named_layout_resolves_and_validates(product, name):
     entries = mig.named_layout(name, product)
     assert entries and all(e["devices"] == "all" for e in entries)
-    label = mig.CATALOG[product]["labels"][0]
-    assert mig.validate_mig_parted_config(config(**{name: entries}), {"node-a": product, "node-b": label}) == [name]
+    nodes = {"node-a": product}
+    nodes.update({"node-%d" % i: label for i, label in enumerate(mig.CATALOG[product]["labels"])})
+    assert mig.validate_mig_parted_config(config(**{name: entries}), nodes) == [name]
     for entry in entries:
         if entry["mig-enabled"] and entry["mig-devices"]:
             mig.validate_layout(product, entry["mig-devices"])
@@ -204,9 +208,9 @@ def test_named_layout_returns_a_copy():
 
 @pytest.mark.parametrize("name, product, words", [
     ("all-1g.5gb", "A100-80GB", ["all-1g.5gb needs the MIG profile 1g.5gb", "A100-80GB does not have",
-                                 "A100-40GB has it"]),
+                                 "A100-40GB, A800-40GB have it"]),
     ("all-1g.6gb", "H100-80GB", ["needs the MIG profile 1g.6gb", "A30-24GB has it"]),
-    ("all-1g.10gb.me", "A100-40GB", ["needs the MIG profile 1g.10gb+me", "A100-80GB, H100-80GB have it"]),
+    ("all-1g.10gb.me", "A100-40GB", ["needs the MIG profile 1g.10gb+me", "A100-80GB, A800-80GB, H100-80GB, H800-80GB have it"]),
     ("all-3g.40gb", "A100-40GB", ["needs the MIG profile 3g.40gb"]),
     ("all-9g.99gb", "B200", ["needs the MIG profile 9g.99gb", "B200 does not have"]),
     ("custom-1", "A100-80GB", ["'custom-1' is not a standard MIG layout name for A100-80GB", "mig_config"]),
@@ -273,10 +277,10 @@ def test_valid_layouts_pass(product, devices):
 
 @pytest.mark.parametrize("product, devices, words", [
     # a profile of another product (the memory in the name does not match this GPU)
-    ("A100-40GB", {"3g.40gb": 1}, ["3g.40gb (a profile of A100-80GB, H100-80GB) is not a MIG profile of A100-40GB",
+    ("A100-40GB", {"3g.40gb": 1}, ["3g.40gb (a profile of A100-80GB, A800-80GB, H100-80GB, H800-80GB) is not a MIG profile of A100-40GB",
                                    "use the profiles of A100-40GB: 1g.5gb"]),
-    ("A100-80GB", {"1g.5gb": 7}, ["1g.5gb (a profile of A100-40GB) is not a MIG profile of A100-80GB"]),
-    ("H100-94GB", {"1g.10gb": 7}, ["1g.10gb (a profile of A100-40GB, A100-80GB, H100-80GB) is not a MIG profile"]),
+    ("A100-80GB", {"1g.5gb": 7}, ["1g.5gb (a profile of A100-40GB, A800-40GB) is not a MIG profile of A100-80GB"]),
+    ("H100-94GB", {"1g.10gb": 7}, ["1g.10gb (a profile of A100-40GB, A800-40GB, A100-80GB, A800-80GB, H100-80GB, H800-80GB) is not a MIG profile"]),
     ("H200-141GB", {"3g.72gb": 1, "1g.5gb": 1}, ["are not MIG profiles of H200-141GB"]),
     # a profile nobody has
     ("H100-80GB", {"9g.99gb": 1}, ["9g.99gb (no GPU in the catalog has it)"]),
@@ -362,7 +366,7 @@ def test_device_filter_picks_the_entry_per_product():
 
 @pytest.mark.parametrize("nodes, words", [
     ({"gpu-2": "NVIDIA-A100-SXM4-40GB"},
-     ["mig-configs.custom-1[1].mig-devices (for A100-40GB on gpu-2): 3g.40gb (a profile of A100-80GB, H100-80GB) "
+     ["mig-configs.custom-1[1].mig-devices (for A100-40GB on gpu-2): 3g.40gb (a profile of A100-80GB, A800-80GB, H100-80GB, H800-80GB) "
       "is not a MIG profile of A100-40GB"]),
     ({"gpu-3": "NVIDIA-A30", "gpu-4": "NVIDIA-A30"},
      ["mig-configs.custom-1[1].mig-devices (for A30-24GB on gpu-3, gpu-4)"]),
@@ -526,7 +530,7 @@ def test_resources(product, layout, strategy, gpus, expected):
     ("A100-80GB", [{"devices": [0], "mig-enabled": False}], "mixed", 2, "mig_config",
      ["no entry of the layout sets GPU 1"]),
     ("A100-80GB", [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.5gb": 7}}], "mixed", 1,
-     "mig_config", ["layout[0].mig-devices: 1g.5gb (a profile of A100-40GB) is not a MIG profile of A100-80GB"]),
+     "mig_config", ["layout[0].mig-devices: 1g.5gb (a profile of A100-40GB, A800-40GB) is not a MIG profile of A100-80GB"]),
     ("H100-80GB", FILTERED["mig-configs"]["all-small"], "mixed", 1, "mig_config", ["no entry of the layout sets GPU 0"]),
     ("Tesla-T4", "all-disabled", "mixed", 1, "product", ["'Tesla-T4' is not a MIG-capable product"]),
 ])

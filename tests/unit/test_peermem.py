@@ -219,3 +219,35 @@ def test_a_module_with_a_trailing_newline_is_refused():
 def test_a_node_selector_with_a_boolean_value_is_refused():
     with pytest.raises(ParamError):
         render(node_selector={"nvidia.com/gpu.present": True})
+
+
+# ---------------------------------------------------------------- readiness
+
+def ds_status(desired, ready):
+    return {"metadata": {"name": peermem.NAME}, "status": {"desiredNumberScheduled": desired, "numberReady": ready}}
+
+
+def nodes(*names):
+    return [{"metadata": {"name": n}} for n in names]
+
+
+def test_loader_ready_on_every_matching_node():
+    verdict = peermem.loader_ready(ds_status(2, 2), nodes("gpu-1", "gpu-0"))
+    assert verdict == {"ready": True, "msg": "nvidia-peermem is loaded on all 2 GPU node(s): gpu-0, gpu-1"}
+
+
+def test_a_daemonset_that_schedules_nothing_is_not_ready():
+    verdict = peermem.loader_ready(ds_status(0, 0), [], {"nvidia.com/gpu.present": "true"})
+    assert verdict["ready"] is False
+    assert "no GPU node matched the node selector nvidia.com/gpu.present=true" in verdict["msg"]
+
+
+@pytest.mark.parametrize("status, names, words", [
+    (ds_status(1, 1), ("gpu-0", "gpu-1"), "schedules 1 loader pod(s) but 2 GPU node(s) match"),
+    (ds_status(2, 1), ("gpu-0", "gpu-1"), "1 of 2 loader pods are ready"),
+    (ds_status(0, 0), ("gpu-0",), "schedules 0 loader pod(s) but 1 GPU node(s) match"),
+    (None, ("gpu-0",), "was not found"),
+])
+def test_loader_not_ready_says_why(status, names, words):
+    verdict = peermem.loader_ready(status, nodes(*names))
+    assert verdict["ready"] is False and words in verdict["msg"]

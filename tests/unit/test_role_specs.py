@@ -8,7 +8,7 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROLES = sorted(d for d in os.listdir(os.path.join(ROOT, "roles")) if os.path.isdir(os.path.join(ROOT, "roles", d)))
-TYPES = {"str": str, "bool": bool, "int": int, "float": (int, float), "dict": dict, "list": list}
+TYPES = {"str": str, "bool": bool, "int": int, "float": (int, float), "dict": dict, "list": list, "raw": object}
 
 
 def load(role, *parts):

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import dra as dra_domain
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke, smoke_nccl, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.fakes.gpu_operator import NVIDIA_SMI, gpu_node
 from tests.fakes.nccl_logs import NCCL_CUT_LOG, NCCL_IB_LOG, NCCL_SOCKET_LOG
@@ -173,7 +173,7 @@ def test_start_time_from_log_without_the_marker_is_none():
 
 
 def test_nccl_job_two_tasks_with_ssh_and_svc_plugins():
-    (job,) = smoke.nccl_job(NS, NCCL_IMAGE, network="default/rdma-net")
+    (job,) = smoke_nccl.nccl_job(NS, NCCL_IMAGE, network="default/rdma-net")
     assert (job["apiVersion"], job["kind"]) == ("batch.volcano.sh/v1alpha1", "Job")
     spec = job["spec"]
     assert spec["plugins"] == {"ssh": [], "svc": []}
@@ -201,11 +201,11 @@ def test_nccl_job_two_tasks_with_ssh_and_svc_plugins():
     assert "-x NCCL_DEBUG" in script
     assert "$test_bin\" -b 512M -e 8G -f 2 -g 1" in script
     assert "nvidia.com/gpu" not in str(lc.get("resources"))
-    assert smoke.nccl_launcher_pod_name() == "gpu-platform-smoke-nccl-launcher-0"
+    assert smoke_nccl.launcher_pod_name() == "gpu-platform-smoke-nccl-launcher-0"
 
 
 def test_nccl_job_scales_with_nodes_and_gpus_and_takes_other_rdma_resources():
-    (job,) = smoke.nccl_job(NS, NCCL_IMAGE, nodes=4, gpus_per_node=4, rdma_resource={"rdma/ib": 2})
+    (job,) = smoke_nccl.nccl_job(NS, NCCL_IMAGE, nodes=4, gpus_per_node=4, rdma_resource={"rdma/ib": 2})
     launcher, worker = job["spec"]["tasks"]
     assert job["spec"]["minAvailable"] == 5
     assert worker["replicas"] == 4
@@ -217,15 +217,15 @@ def test_nccl_job_scales_with_nodes_and_gpus_and_takes_other_rdma_resources():
 
 
 def test_nccl_job_without_rdma_resource_and_with_several_networks():
-    (job,) = smoke.nccl_job(NS, NCCL_IMAGE, rdma_resource={}, network=["net-a", "infra/net-b@net2"])
+    (job,) = smoke_nccl.nccl_job(NS, NCCL_IMAGE, rdma_resource={}, network=["net-a", "infra/net-b@net2"])
     worker = job["spec"]["tasks"][1]
     assert worker["template"]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8"}
     assert worker["template"]["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/networks": "net-a,infra/net-b@net2"}
 
 
 @pytest.mark.parametrize("script", [
-    smoke.nccl_job(NS, NCCL_IMAGE)[0]["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["command"][-1],
-    smoke.WORKER_SCRIPT,
+    smoke_nccl.nccl_job(NS, NCCL_IMAGE)[0]["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["command"][-1],
+    smoke_nccl.WORKER_SCRIPT,
 ], ids=["launcher", "worker"])
 def test_pod_scripts_are_valid_shell(script):
     done = subprocess.run(["sh", "-n", "-c", script], capture_output=True, text=True, check=False)
@@ -237,7 +237,7 @@ def all_objects():
     yield from smoke.dra_claim_pod(NS, CUDA_IMAGE)
     yield from smoke.gang_job("volcano", NS, CUDA_IMAGE)
     yield from smoke.gang_job("kai", NS, CUDA_IMAGE)
-    yield from smoke.nccl_job(NS, NCCL_IMAGE, network="rdma-net")
+    yield from smoke_nccl.nccl_job(NS, NCCL_IMAGE, network="rdma-net")
 
 
 def pod_templates(obj):
@@ -312,7 +312,7 @@ def test_gpu_rows_without_the_header_fail():
 # ---------------------------------------------------------------- nccl
 
 def test_nccl_over_ib_with_gdrdma_passes():
-    result = smoke.check_nccl(NCCL_IB_LOG, 150)
+    result = smoke_nccl.check_nccl(NCCL_IB_LOG, 150)
     assert result["passed"] is True, result["reason"]
     assert "GDRDMA on 6 of 6 NET channel lines" in result["reason"]
     assert "175.888 GB/s >= 150 GB/s" in result["reason"]
@@ -322,13 +322,13 @@ def test_nccl_over_ib_with_gdrdma_passes():
 
 
 def test_nccl_threshold_equal_to_the_average_passes():
-    assert smoke.check_nccl(NCCL_IB_LOG, "175.888")["passed"] is True
+    assert smoke_nccl.check_nccl(NCCL_IB_LOG, "175.888")["passed"] is True
 
 
 def test_nccl_over_sockets_fails_naming_the_transport():
-    result = smoke.check_nccl(NCCL_SOCKET_LOG, 20)  # bandwidth clears 20 GB/s: the transport alone decides
+    result = smoke_nccl.check_nccl(NCCL_SOCKET_LOG, 20)  # bandwidth clears 20 GB/s: the transport alone decides
     assert result["passed"] is False
-    assert result["reason"].startswith("NCCL did not use GPUDirect RDMA")
+    assert result["reason"].startswith("NCCL did not use GPUDirect RDMA over InfiniBand")
     assert "it used: P2P/CUMEM/read, NET/Socket/0" in result["reason"]
     assert "below" not in result["reason"]
     assert result["evidence"][0].endswith("[receive] via NET/Socket/0")
@@ -336,20 +336,20 @@ def test_nccl_over_sockets_fails_naming_the_transport():
 
 
 def test_nccl_below_threshold_fails_with_both_numbers():
-    result = smoke.check_nccl(NCCL_IB_LOG, 200)
+    result = smoke_nccl.check_nccl(NCCL_IB_LOG, 200)
     assert result["passed"] is False
     assert result["reason"] == "the average bus bandwidth 175.888 GB/s is below the threshold 200 GB/s"
     assert result["evidence"] == ["# Avg bus bandwidth    : 175.888"]
 
 
 def test_nccl_socket_and_slow_reports_both_problems():
-    result = smoke.check_nccl(NCCL_SOCKET_LOG, 100)
+    result = smoke_nccl.check_nccl(NCCL_SOCKET_LOG, 100)
     assert "did not use GPUDirect RDMA" in result["reason"]
     assert "22.3969 GB/s is below the threshold 100 GB/s" in result["reason"]
 
 
 def test_nccl_run_cut_off_before_the_bandwidth_line_fails():
-    result = smoke.check_nccl(NCCL_CUT_LOG, 150)
+    result = smoke_nccl.check_nccl(NCCL_CUT_LOG, 150)
     assert result["passed"] is False
     assert "did not finish (no '# Avg bus bandwidth' line)" in result["reason"]
     assert "GPUDirect" not in result["reason"]  # GDRDMA was there; only the end is missing
@@ -359,14 +359,14 @@ def test_nccl_run_cut_off_before_the_bandwidth_line_fails():
 
 def test_nccl_wrong_values_fail_even_when_fast():
     log = NCCL_IB_LOG.replace("# Out of bounds values : 0 OK", "# Out of bounds values : 3 FAILED")
-    result = smoke.check_nccl(log, 150)
+    result = smoke_nccl.check_nccl(log, 150)
     assert result["passed"] is False
     assert "3 wrong values" in result["reason"]
 
 
 def test_nccl_with_mpirun_tagged_output_passes():
     tagged = "\n".join("[1,0]<stdout>:" + line for line in NCCL_IB_LOG.splitlines())
-    result = smoke.check_nccl(tagged, 150)
+    result = smoke_nccl.check_nccl(tagged, 150)
     assert result["passed"] is True
     assert "peak 178.35 GB/s at 8589934592 bytes" in result["reason"]  # the table rows are read through the tags
 
@@ -374,7 +374,7 @@ def test_nccl_with_mpirun_tagged_output_passes():
 def test_nccl_gdrdma_on_receives_only_still_proves_gpudirect():
     """With GDR read off (send side staged through host memory) only [receive] lines carry GDRDMA."""
     log = "\n".join(line.replace("/GDRDMA", "") if "[send]" in line else line for line in NCCL_IB_LOG.splitlines())
-    result = smoke.check_nccl(log, 150)
+    result = smoke_nccl.check_nccl(log, 150)
     assert result["passed"] is True
     assert "GDRDMA on 3 of 6 NET channel lines" in result["reason"]
 
@@ -384,27 +384,27 @@ def test_nccl_newer_format_with_proxy_rank_and_pci_suffix_passes():
     log = log.replace("[receive] via NET/IB/0/GDRDMA", "[receive] via NET/IBext_v8/0")
     log = log.replace("[receive] via NET/IB/1/GDRDMA", "[receive] via NET/IBext_v8/1")
     log = log.replace("[send] via NET/IB/1/GDRDMA", "[send] via NET/IBext_v8/1")
-    result = smoke.check_nccl(log, 150)
+    result = smoke_nccl.check_nccl(log, 150)
     assert result["passed"] is True
     assert "GDRDMA on 2 of 6" in result["reason"]
 
 
 def test_nccl_ranks_on_one_node_are_reported():
     log = "\n".join(line for line in NCCL_IB_LOG.splitlines() if "via NET/" not in line)
-    result = smoke.check_nccl(log, 150)
+    result = smoke_nccl.check_nccl(log, 150)
     assert result["passed"] is False
     assert "it used: P2P/CUMEM/read (no network transport at all: were all ranks on one node?)" in result["reason"]
 
 
 def test_nccl_without_debug_output_says_so():
     log = "\n".join(line for line in NCCL_IB_LOG.splitlines() if "NCCL INFO" not in line)
-    result = smoke.check_nccl(log, 150)
+    result = smoke_nccl.check_nccl(log, 150)
     assert result["passed"] is False
     assert "no channel lines at all (NCCL_DEBUG=INFO was not in effect" in result["reason"]
 
 
 def test_nccl_empty_log_fails_on_both_counts():
-    result = smoke.check_nccl("", 150)
+    result = smoke_nccl.check_nccl("", 150)
     assert result["passed"] is False
     assert "did not use GPUDirect RDMA" in result["reason"] and "did not finish" in result["reason"]
 
@@ -505,7 +505,7 @@ def result(layer, check, passed=True, reason="ok", evidence=(), obj=None, skippe
 
 
 def test_summary_one_line_per_layer_in_order():
-    nccl = smoke.check_nccl(NCCL_SOCKET_LOG, 20)
+    nccl = smoke_nccl.check_nccl(NCCL_SOCKET_LOG, 20)
     results = [
         result("gpu_operator", "cuda"),
         result("gpu_sharing", "allocatable"),
@@ -573,7 +573,7 @@ def gang(**kw):
 def nccl(**kw):
     args = {"namespace": NS, "image": NCCL_IMAGE}
     args.update(kw)
-    return smoke.nccl_job(**args)
+    return smoke_nccl.nccl_job(**args)
 
 
 BAD = [
@@ -612,12 +612,12 @@ BAD = [
     (lambda: cuda(resources={}), "smoke_tests_cuda_resources", "must be a dictionary"),
     (lambda: cuda(resources={"nvidia.com/gpu": 1.5}), "smoke_tests_cuda_resources", "not a whole number"),
     (lambda: dra(device_class="GPU"), "smoke_tests_dra_device_class", "is not a DeviceClass name"),
-    (lambda: smoke.check_nccl(NCCL_IB_LOG, 0), "smoke_tests_nccl_min_busbw_gbps", "must be greater than 0"),
-    (lambda: smoke.check_nccl(NCCL_IB_LOG, -5), "smoke_tests_nccl_min_busbw_gbps", "must be greater than 0"),
-    (lambda: smoke.check_nccl(NCCL_IB_LOG, "fast"), "smoke_tests_nccl_min_busbw_gbps", "'fast' is not a number"),
-    (lambda: smoke.check_nccl(NCCL_IB_LOG, True), "smoke_tests_nccl_min_busbw_gbps", "True is not a number"),
-    (lambda: smoke.check_nccl(NCCL_IB_LOG, None), "smoke_tests_nccl_min_busbw_gbps", "None is not a number"),
-    (lambda: smoke.check_nccl(NCCL_IB_LOG, float("nan")), "smoke_tests_nccl_min_busbw_gbps", "not a finite number"),
+    (lambda: smoke_nccl.check_nccl(NCCL_IB_LOG, 0), "smoke_tests_nccl_min_busbw_gbps", "must be greater than 0"),
+    (lambda: smoke_nccl.check_nccl(NCCL_IB_LOG, -5), "smoke_tests_nccl_min_busbw_gbps", "must be greater than 0"),
+    (lambda: smoke_nccl.check_nccl(NCCL_IB_LOG, "fast"), "smoke_tests_nccl_min_busbw_gbps", "'fast' is not a number"),
+    (lambda: smoke_nccl.check_nccl(NCCL_IB_LOG, True), "smoke_tests_nccl_min_busbw_gbps", "True is not a number"),
+    (lambda: smoke_nccl.check_nccl(NCCL_IB_LOG, None), "smoke_tests_nccl_min_busbw_gbps", "None is not a number"),
+    (lambda: smoke_nccl.check_nccl(NCCL_IB_LOG, float("nan")), "smoke_tests_nccl_min_busbw_gbps", "not a finite number"),
     (lambda: smoke.check_gang(gang_pods("x", None), 30), "start_times", "'x' is not a time"),
     (lambda: smoke.check_gang("2026-03-03T09:14:27Z", 30), "start_times", "must map pod names to start times"),
     (lambda: smoke.check_gang(gang_pods(None), 0), "smoke_tests_gang_window_seconds", "must be greater than 0"),
@@ -697,19 +697,20 @@ def test_plan_single_strategy_mig_pool_asks_for_whole_gpus():
 
 
 def test_plan_kai_uses_the_first_team_queue_and_sriov_its_resource():
-    items = smoke.plan(settings(scheduler="kai", layers=["scheduling", "network_operator"], network_mode="sriov"))
+    items = smoke.plan(settings(scheduler="kai", layers=["scheduling", "network_operator"], network_mode="sriov",
+                                node_type="nd-h100-v5"))
     assert items[0]["params"]["scheduler"] == "kai" and items[0]["params"]["queue"] == "vision"
-    assert "Volcano Job" in items[1]["skipped_reason"], "nccl-tests needs Volcano"
-    items = smoke.plan(settings(layers=["network_operator"], network_mode="sriov"))
+    assert items[1]["skipped_reason"] is None, "nccl-tests runs under KAI too"
+    assert items[1]["params"]["scheduler"] == "kai" and items[1]["params"]["queue"] == "vision"
+    items = smoke.plan(settings(layers=["network_operator"], network_mode="sriov", nics_per_pod=1))
     assert items[0]["params"]["rdma_resource"] == {"rdma/ib": 1}
 
 
 @pytest.mark.parametrize("over, layer, words", [
     ({"dra_enabled": False}, "dra_driver", "dra_driver_enabled"),
     ({"scheduler": "none"}, "scheduling", "scheduling_scheduler: none"),
-    ({"network_mode": "ipoib"}, "network_operator", "ipoib"),
-    ({"network_mode": "none"}, "network_operator", "none"),
-    ({"nccl_image": ""}, "network_operator", "smoke_tests_nccl_image is not set"),
+    ({"network_mode": "none"}, "network_operator", "RDMA is off (network_operator_mode is none)"),
+    ({"network_mode": None}, "network_operator", "RDMA is off"),
 ])
 def test_plan_says_why_a_test_cannot_run_here(over, layer, words):
     (item,) = [i for i in smoke.plan(settings(**over)) if i["layer"] == layer]
@@ -732,6 +733,14 @@ def test_plan_says_why_a_test_cannot_run_here(over, layer, words):
     ({"nodes": 1}, "smoke_tests_nccl_nodes"),
     ({"min_busbw": -5}, "smoke_tests_nccl_min_busbw_gbps"),
     ({"network": "Bad Net"}, "smoke_tests_nccl_network"),
+    ({"nccl_image": ""}, "smoke_tests_nccl_image"),
+    ({"nccl_image": "", "network_mode": "ipoib"}, "smoke_tests_nccl_image"),
+    ({"nccl_image": "", "scheduler": "none"}, "smoke_tests_nccl_image"),
+    ({"min_busbw": ""}, "smoke_tests_nccl_min_busbw_gbps"),
+    ({"node_type": "nd-x-v9"}, "gpu_platform_rdma_node_type"),
+    ({"network_mode": "sriov"}, "network_operator_nics_per_pod"),
+    ({"nics_per_pod": "many"}, "network_operator_nics_per_pod"),
+    ({"gpus_per_node": "eight"}, "smoke_tests_nccl_gpus_per_node"),
 ])
 def test_plan_refuses_bad_settings_naming_the_variable(over, field):
     with pytest.raises(ParamError) as caught:

@@ -123,6 +123,6 @@ def derived_min_busbw(facts):
 for _type_name, _facts in NODE_TYPES.items():
     _facts["min_busbw_gbps"] = derived_min_busbw(_facts)
     _facts["min_busbw_source"] = (
-        "derived: %g x %d x %d Gb/s / 8 = %g GB/s (%s)" % (BUSBW_FRACTION, _facts["nics"], _facts["nic_gbps"],
-                                                         _facts["min_busbw_gbps"], _facts["source"])
+        "derived: %g x %d x %d Gb/s / 8 = %g GB/s (%s)"
+        % (BUSBW_FRACTION, _facts["nics"], _facts["nic_gbps"], _facts["min_busbw_gbps"], _facts["source"])
         + ("; cross-checked with %s" % AKS_GUIDE_NCCL if _type_name == "nd-a100-v4" else ""))

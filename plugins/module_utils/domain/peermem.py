@@ -75,3 +75,30 @@ def daemonset(namespace, image, module="nvidia-peermem", node_selector=None):
         },
     }
     return [namespace_obj, ds]
+
+
+def loader_ready(daemonset, nodes, selector=None):
+    """Whether the loader runs, ready, on every GPU node it is meant for: ``{"ready", "msg"}``.
+
+    ``daemonset`` is the loader DaemonSet as the API returns it (None: not found); ``nodes`` the Nodes that match
+    its node selector (the RDMA GPU nodes). Ready means a GPU node matched, ``desiredNumberScheduled`` is that number
+    of nodes, and ``numberReady`` equals it. A DaemonSet with nothing to schedule is not ready: it proves nothing.
+    """
+    where = "the node selector %s" % ", ".join("%s=%s" % kv for kv in sorted((selector or {}).items())) \
+        if selector else "the loader's node selector"
+    if not daemonset:
+        return {"ready": False, "msg": "the DaemonSet %s was not found" % NAME}
+    status = daemonset.get("status") or {}
+    desired, ready = status.get("desiredNumberScheduled") or 0, status.get("numberReady") or 0
+    names = sorted(((n or {}).get("metadata") or {}).get("name") or "?" for n in nodes or [])
+    if not names:
+        return {"ready": False, "msg": "no GPU node matched %s, so nvidia-peermem is loaded nowhere. Fix: label the "
+                "RDMA GPU nodes, or set peermem_node_selector to labels they carry" % where}
+    if desired != len(names):
+        return {"ready": False, "msg": "%s schedules %d loader pod(s) but %d GPU node(s) match %s (%s): a node is "
+                "cordoned, tainted or not yet seen by the DaemonSet controller" % (NAME, desired, len(names), where,
+                                                                                   ", ".join(names[:10]))}
+    if ready != desired:
+        return {"ready": False, "msg": "%d of %d loader pods are ready: nvidia-peermem is not loaded on every GPU "
+                "node. Fix: read the loader's log (kubectl logs -n <namespace> ds/%s)" % (ready, desired, NAME)}
+    return {"ready": True, "msg": "nvidia-peermem is loaded on all %d GPU node(s): %s" % (len(names), ", ".join(names))}

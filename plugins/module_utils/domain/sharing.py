@@ -55,7 +55,7 @@ import dataclasses
 import hashlib
 import json
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig, mig_custom, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 
 FIELD = "gpu_sharing_pools"
@@ -64,6 +64,7 @@ TIME_SLICING = "time-slicing"
 MIG = "mig"
 SHARING_MODES = (NONE, TIME_SLICING, MIG)
 MIG_POOL_STRATEGIES = ("single", "mixed")
+MIG_CONFIG_FIELD = mig_custom.FIELD
 
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_SUFFIX = ".shared"
@@ -197,7 +198,7 @@ def _refuse_foreign(prefix, raw, sharing, keys, mode):
                          "remove %s from this pool, or set sharing: %s" % (key, mode))
 
 
-def _pool(raw, index):
+def _pool(raw, index, mig_config=None):
     prefix = "%s[%d]" % (FIELD, index)
     if not isinstance(raw, dict):
         raise ParamError(prefix, "%r is not a pool (a dictionary)" % (raw,),
@@ -234,13 +235,41 @@ def _pool(raw, index):
                              "use single (one MIG size per node, requested as nvidia.com/gpu) or mixed "
                              "(nvidia.com/mig-<size> resources)")
         fields["mig_strategy"] = strategy
-        fields["gpu_product"] = _mig_layout(prefix, fields["mig_profile"], raw.get("gpu_product"))
+        fields["gpu_product"] = _mig_layout(prefix, fields["mig_profile"], raw.get("gpu_product"), mig_config)
     return Pool(**fields)
 
 
-def _mig_layout(prefix, layout, product):
+def _product_key(prefix, product):
+    key = product if product in mig.CATALOG else mig.product_for_label(product)
+    if key is None:
+        raise ParamError(prefix + ".gpu_product", "%r is not a MIG-capable GPU of the catalog" % (product,),
+                         "use one of %s, or GFD's nvidia.com/gpu.product value such as NVIDIA-A100-SXM4-80GB"
+                         % ", ".join(mig.CATALOG))
+    return key
+
+
+def _mig_layout(prefix, layout, product, mig_config=None):
     """The pool's MIG layout checked against the MIG catalog, also where no cluster is read (GitOps rendering):
-    on ``gpu_product`` when the pool names it, else on every GPU the catalog knows. Returns the product's key."""
+    on ``gpu_product`` when the pool names it, else on every GPU the catalog knows. With a custom mig-parted
+    config (``gpu_sharing_mig_config``) the layout must be one of its configs: the MIG manager then reads only
+    that file. Returns the product's key."""
+    if mig_config:
+        configs = mig_config["mig-configs"]
+        if layout not in configs:
+            raise ParamError(prefix + ".mig_profile", "%r is not a config of %s; with a custom config the MIG manager "
+                             "knows only its configs" % (layout, MIG_CONFIG_FIELD),
+                             "use one of %s, or add %r to %s.mig-configs" % (", ".join(configs), layout, MIG_CONFIG_FIELD))
+        if not any(entry["mig-enabled"] for entry in configs[layout]):
+            raise ParamError(prefix + ".mig_profile", "%s turns MIG off on every GPU, which contradicts sharing: mig"
+                             % layout, "use sharing: none for whole GPUs, or name a config that enables MIG")
+        if product is None:
+            return None
+        key = _product_key(prefix, product)
+        try:
+            mig.validate_mig_parted_config(mig_config, {prefix: key}, profile=layout)
+        except ParamError as exc:
+            raise mig_custom.config_error(exc)
+        return key
     try:
         return mig.check_layout_name(prefix + ".mig_profile", layout, product)
     except ParamError as exc:
@@ -250,17 +279,19 @@ def _mig_layout(prefix, layout, product):
         raise
 
 
-def validate_pools(pools):
+def validate_pools(pools, mig_config=None):
     """The role's ``gpu_sharing_pools`` as a list of Pool, or ParamError naming the first bad field.
 
-    Field names index the list from 0: ``gpu_sharing_pools[1].replicas`` is the second pool.
+    Field names index the list from 0: ``gpu_sharing_pools[1].replicas`` is the second pool. ``mig_config``:
+    the role's ``gpu_sharing_mig_config`` (checked first); MIG pools then name configs of it.
     """
+    mig_config = mig_custom.check_config(mig_config)
     if pools is None:
         return []
     if not isinstance(pools, list):
         raise ParamError(FIELD, "must be a list of pools, not %s" % type(pools).__name__,
                          "give a list, e.g. [{name: training, node_selector: {nodepool: training}, sharing: none}]")
-    out = [_pool(raw, index) for index, raw in enumerate(pools)]
+    out = [_pool(raw, index, mig_config) for index, raw in enumerate(pools)]
     seen_names, seen_selectors, mig_strategies = {}, {}, {}
     for index, pool in enumerate(out):
         if pool.name in seen_names:

@@ -11,7 +11,7 @@ carries ``app.kubernetes.io/managed-by: gpu_platform.cluster`` and ``gpu-platfor
 - ``cuda_pod``: ``nvidia-smi`` in a Pod that asks for a GPU resource (whole GPU, time-sliced or MIG).
 - ``dra_claim_pod``: a ResourceClaimTemplate and a Pod that gets its GPU through DRA.
 - ``gang_job``: ``replicas`` one-GPU pods that must start together (Volcano or KAI Scheduler).
-- ``nccl_job``: a two-node (or more) ``all_reduce_perf`` run with ``NCCL_DEBUG=INFO``.
+- the NCCL run (the proof of GPUDirect RDMA) is in ``domain.smoke_nccl``.
 
 Checks return ``{"passed", "reason", "evidence"}``; ``evidence`` is the list of log lines (or
 facts) that decided. ``summary`` turns per-check results into one line per layer.
@@ -69,16 +69,6 @@ Facts this follows (sources in brackets; nothing copied):
 - An image reference is ``[registry/]path[:tag][@algorithm:hex]`` (tag ``[\\w][\\w.-]{0,127}``)
   [distribution/reference regexp.go]; only a tag other than ``latest`` or a digest pins it.
 
-NCCL launch design: a Volcano Job with the ``ssh`` and ``svc`` plugins, a ``launcher`` task (one
-pod, no GPU) and a ``worker`` task (one pod per node, ``gpus_per_node`` GPUs, the RDMA resource,
-IPC_LOCK, the Multus annotation, required anti-affinity so two workers never share a node).
-Workers run sshd; the launcher waits until every worker answers over ssh, then runs ``mpirun``
-with one rank per GPU, so all ranks' NCCL lines and the nccl-tests table land in the launcher's
-log. Volcano makes the keys, host names and headless Service, so nothing here needs an MPI
-operator, generated secrets or I/O. It needs the Volcano job controller (vc-controller-manager)
-and scheduler even where KAI schedules everything else, and an image with nccl-tests
-(``all_reduce_perf`` on PATH), Open MPI (or HPC-X) ``mpirun`` and the OpenSSH server and client,
-run as root.
 """
 
 from __future__ import annotations
@@ -116,13 +106,6 @@ KAI_PODGROUP_ANNOTATION = "pod-group-name"
 KAI_SKIP_PODGROUPER = "kai.scheduler/skip-podgrouper"
 
 GANG_MARKER = "gpu-platform-smoke started"
-NCCL_LAUNCHER_TASK = "launcher"
-NCCL_WORKER_TASK = "worker"
-# Sizes where all_reduce is bandwidth-bound, so the average reflects the fabric, not latency.
-NCCL_TEST_ARGS = ("-b", "512M", "-e", "8G", "-f", "2", "-g", "1")
-SSH_WAIT_TRIES = 60  # x 5 s: how long the launcher waits for every worker's sshd
-POD_INTERFACE = "eth0"  # the pod's primary (cluster) interface, named by the CNI convention
-
 FIELDS = {
     "namespace": "smoke_tests_namespace",
     "image": "smoke_tests_image",
@@ -144,8 +127,6 @@ FIELDS = {
 
 RESOURCE_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
                            r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-NETWORK_ELEMENT = re.compile(r"^(?:(?P<ns>[a-z0-9]([-a-z0-9]*[a-z0-9])?)/)?(?P<name>[a-z0-9]([-a-z0-9.]*[a-z0-9])?)"
-                             r"(?:@(?P<iface>[A-Za-z0-9][-A-Za-z0-9_.]{0,14}))?$")
 
 # -- log patterns ---------------------------------------------------------------------------------
 
@@ -153,17 +134,6 @@ SMI_HEADER = re.compile(r"NVIDIA-SMI\s+(?P<smi>\S+)\s+Driver Version:\s*(?P<driv
                         r"(?:\s+CUDA Version:\s*(?P<cuda>[^\s|]+))?")
 SMI_GPU_ROW = re.compile(r"^\|\s+(?P<index>\d+)\s+(?P<name>.+?)\s+(?:On|Off)\s+\|\s+"
                          r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\s")
-# mpirun --tag-output / --timestamp-output prefixes such as "[1,0]<stdout>:"
-MPI_PREFIX = re.compile(r"^\[[^\]]*\]<std(?:out|err)>:\s?")
-NCCL_TRANSPORT = re.compile(r"NCCL INFO\s+(?:Channel|Ring)\s+\d+(?:/\d+)?\s*:.*?\bvia\s+(?P<via>\S+)")
-NCCL_NET_VIA = re.compile(r"^NET/")
-NCCL_WARN = re.compile(r"NCCL WARN\b")
-NCCL_NO_IB = re.compile(r"NET/IB\s*:\s*No device found")
-AVG_BUSBW = re.compile(r"Avg bus bandwidth\s*:\s*(?P<value>\S+)")
-OUT_OF_BOUNDS = re.compile(r"Out of bounds values\s*:\s*(?P<count>\d+)")
-# size count type redop root | time algbw busbw #wrong (out-of-place) | the same in-place
-NCCL_ROW = re.compile(r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?P<redop>\w+)\s+(?P<root>-?\d+)\s+"
-                      r"(?P<time>[\d.]+)\s+(?P<algbw>[\d.]+)\s+(?P<busbw>[\d.]+)\s+(?P<wrong>\S+)")
 RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
                      r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))?$")
 
@@ -247,26 +217,6 @@ def _queue(value):
         raise ParamError(field, "%r is not a queue name (lower-case DNS name of at most 63 characters)" % (value,),
                          "give the name of an existing queue, such as default")
     return value
-
-
-def _network(value):
-    """The Multus annotation value from a string ("a, ns/b@net2") or a list of attachments."""
-    field = FIELDS["network"]
-    if isinstance(value, str):
-        items = [v.strip() for v in value.split(",")]
-    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        items = [v.strip() for v in value]
-    else:
-        raise ParamError(field, "%r is not a network attachment name or a list of them" % (value,),
-                         "give a NetworkAttachmentDefinition name such as rdma-net or default/rdma-net")
-    if not items or not all(items):
-        raise ParamError(field, "%r has an empty attachment name" % (value,),
-                         "give names separated by commas, such as rdma-net or default/rdma-net@net1")
-    for item in items:
-        if not NETWORK_ELEMENT.match(item):
-            raise ParamError(field, "%r is not [<namespace>/]<name>[@<interface>]" % item,
-                             "use the NetworkAttachmentDefinition's name, such as rdma-net or default/rdma-net")
-    return ",".join(items)
 
 
 # -- object builders ------------------------------------------------------------------------------
@@ -397,123 +347,6 @@ def gang_job(scheduler, namespace, image, replicas=2, queue="default"):
     return [group] + pods
 
 
-def _launcher_script(np_total, gpus_per_node):
-    host_file = "/etc/volcano/%s.host" % NCCL_WORKER_TASK
-    lines = [
-        "set -eu",
-        # Absolute paths: Open MPI then starts its remote daemons from the same prefix, and every rank runs the
-        # same binary without relying on the PATH of a non-interactive ssh session.
-        'mpirun_bin=$(command -v mpirun) || { echo "gpu-platform-smoke: mpirun is not on PATH in the image"; exit 1; }',
-        "test_bin=$(command -v all_reduce_perf) || "
-        '{ echo "gpu-platform-smoke: all_reduce_perf is not on PATH in the image"; exit 1; }',
-        'hosts=""',
-        "for host in $(cat %s); do" % host_file,
-        "  tries=0",
-        '  until ssh -o ConnectTimeout=5 -o BatchMode=yes "$host" true; do',
-        "    tries=$((tries + 1))",
-        '    if [ "$tries" -ge %d ]; then echo "gpu-platform-smoke: worker $host does not answer over ssh"; '
-        "exit 1; fi" % SSH_WAIT_TRIES,
-        "    sleep 5",
-        "  done",
-        '  hosts="${hosts:+$hosts,}$host:%d"' % gpus_per_node,
-        "done",
-        'echo "gpu-platform-smoke: all_reduce_perf on $hosts"',
-        'exec "$mpirun_bin" --allow-run-as-root --bind-to none --map-by slot -np %d -H "$hosts" '
-        "--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include %s --mca oob_tcp_if_include %s "
-        '-x NCCL_DEBUG -x NCCL_SOCKET_IFNAME -x PATH -x LD_LIBRARY_PATH "$test_bin" %s'
-        % (np_total, POD_INTERFACE, POD_INTERFACE, " ".join(NCCL_TEST_ARGS)),
-    ]
-    return "\n".join(lines) + "\n"
-
-
-WORKER_SCRIPT = ("mkdir -p /var/run/sshd\n"
-                 "ls /etc/ssh/ssh_host_*_key >/dev/null 2>&1 || ssh-keygen -A\n"
-                 "exec /usr/sbin/sshd -D -e\n")
-
-
-def nccl_launcher_pod_name():
-    """The pod whose log holds the whole run (Volcano names pods <job>-<task>-<index>)."""
-    return "%s-%s-0" % (_name(NCCL), NCCL_LAUNCHER_TASK)
-
-
-def nccl_job(namespace, image, nodes=2, gpus_per_node=8, rdma_resource=None, network=None, queue="default"):
-    """[Volcano Job]: ``all_reduce_perf`` over ``nodes`` x ``gpus_per_node`` ranks with NCCL_DEBUG=INFO.
-
-    ``rdma_resource`` defaults to ``{"rdma/shared_ib": 1}``; ``{}`` requests none (an SR-IOV
-    network whose injector adds it). ``network`` adds the Multus annotation to the workers.
-    ``image`` needs nccl-tests, mpirun and OpenSSH (module docstring). Read the log of
-    ``nccl_launcher_pod_name()`` and pass it to ``check_nccl``.
-    """
-    validate.dns_label(FIELDS["namespace"], namespace)
-    image = validate.pinned_image(FIELDS["nccl_image"], image)
-    nodes = _positive_int(FIELDS["nodes"], nodes, minimum=2, example="2", maximum=MAX_NCCL_NODES)
-    gpus_per_node = _positive_int(FIELDS["gpus_per_node"], gpus_per_node, minimum=1, example="8",
-                                  maximum=MAX_GPUS_PER_NODE)
-    rdma = _resources(FIELDS["rdma_resource"], DEFAULT_RDMA_RESOURCE if rdma_resource is None else rdma_resource,
-                      allow_empty=True)
-    annotations = {NETWORKS_ANNOTATION: _network(network)} if network is not None else None
-    queue = _queue(queue)
-    if GPU_RESOURCE in rdma:
-        raise ParamError(FIELDS["rdma_resource"], "must not contain %s" % GPU_RESOURCE,
-                         "give only the RDMA resource, such as {rdma/shared_ib: 1}; GPUs come from "
-                         + FIELDS["gpus_per_node"])
-    name = _name(NCCL)
-    limits = {GPU_RESOURCE: str(gpus_per_node)}
-    limits.update(rdma)
-    worker_labels = _labels(NCCL, {TASK_LABEL: NCCL_WORKER_TASK})
-    worker_meta = {"labels": worker_labels}
-    if annotations:
-        worker_meta["annotations"] = annotations
-    worker = {
-        "name": NCCL_WORKER_TASK, "replicas": nodes,
-        "template": {
-            "metadata": worker_meta,
-            "spec": {
-                "restartPolicy": "Never",
-                "tolerations": [dict(GPU_TOLERATION)],
-                "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-                    "labelSelector": {"matchLabels": {SMOKE_LABEL: NCCL, TASK_LABEL: NCCL_WORKER_TASK}},
-                    "topologyKey": "kubernetes.io/hostname"}]}},
-                "containers": [{
-                    "name": "nccl-worker", "image": image, "command": ["sh", "-c", WORKER_SCRIPT],
-                    "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
-                    "resources": {"limits": limits},
-                    "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
-                }],
-                "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
-            },
-        },
-    }
-    launcher = {
-        "name": NCCL_LAUNCHER_TASK, "replicas": 1,
-        "policies": [{"event": "TaskCompleted", "action": "CompleteJob"}],
-        "template": {
-            "metadata": {"labels": _labels(NCCL, {TASK_LABEL: NCCL_LAUNCHER_TASK})},
-            "spec": {
-                "restartPolicy": "Never",
-                "tolerations": [dict(GPU_TOLERATION)],
-                "containers": [{
-                    "name": "mpirun", "image": image,
-                    "command": ["sh", "-c", _launcher_script(nodes * gpus_per_node, gpus_per_node)],
-                    "env": [{"name": "NCCL_DEBUG", "value": "INFO"},
-                            {"name": "NCCL_SOCKET_IFNAME", "value": POD_INTERFACE}],
-                }],
-            },
-        },
-    }
-    return [{
-        "apiVersion": VOLCANO_JOB_API, "kind": "Job",
-        "metadata": _meta(name, namespace, NCCL),
-        "spec": {
-            "schedulerName": VOLCANO, "queue": queue, "minAvailable": nodes + 1,
-            "plugins": {"ssh": [], "svc": []},
-            "policies": [{"event": "PodFailed", "action": "AbortJob"},
-                         {"event": "PodEvicted", "action": "AbortJob"}],
-            "tasks": [launcher, worker],
-        },
-    }]
-
-
 # -- log checks -----------------------------------------------------------------------------------
 
 def _lines(log):
@@ -565,92 +398,6 @@ def check_nvidia_smi(log):
         return check_result(False, "nvidia-smi printed its header (driver %s) but no GPU row: the pod got no GPU; "
                             "first line of the log: %r" % (header[1].group("driver"), first), [header[0]])
     return check_result(False, "nvidia-smi did not print its GPU table; first line of the log: %r" % first, [first])
-
-
-def _describe_transports(vias, limit=6):
-    shown = vias[:limit]
-    more = len(vias) - len(shown)
-    return ", ".join(shown) + (" and %d more" % more if more > 0 else "")
-
-
-def check_nccl(log, min_busbw_gbps):
-    """Passes only when a ``via NET/.../GDRDMA`` channel line is present, the run finished with no wrong
-    values, and its ``# Avg bus bandwidth`` (GB/s) is at least ``min_busbw_gbps``."""
-    threshold = positive_number(FIELDS["min_busbw"], min_busbw_gbps)
-    lines = [MPI_PREFIX.sub("", v) for v in _lines(log)]
-    transports, net_lines, gdr_lines, vias = [], [], [], []
-    avg = bounds = no_ib = None
-    warns, rows = [], []
-    for line in lines:
-        match = NCCL_TRANSPORT.search(line)
-        if match:
-            transports.append(line.strip())
-            via = match.group("via")
-            if via not in vias:
-                vias.append(via)
-            if NCCL_NET_VIA.match(via):
-                net_lines.append(line.strip())
-                if "/GDRDMA" in via:
-                    gdr_lines.append(line.strip())
-            continue
-        if "[GDRDMA]" in line and "NCCL" in line:
-            gdr_lines.append(line.strip())
-        if NCCL_NO_IB.search(line) and no_ib is None:
-            no_ib = line.strip()
-        if NCCL_WARN.search(line):
-            warns.append(line.strip())
-        found = AVG_BUSBW.search(line)
-        if found:
-            avg = (found.group("value"), line.strip())
-        found = OUT_OF_BOUNDS.search(line)
-        if found:
-            bounds = (int(found.group("count")), line.strip())
-        row = NCCL_ROW.match(line)
-        if row:
-            rows.append(row)
-
-    problems, evidence = [], []
-    if gdr_lines:
-        gdr_note = "GPUDirect RDMA in use (GDRDMA on %d of %d NET channel lines)" % (len(gdr_lines), len(net_lines)) \
-            if net_lines else "GPUDirect RDMA in use"
-    else:
-        if vias:
-            used = _describe_transports(vias)
-            if not net_lines:
-                used += " (no network transport at all: were all ranks on one node?)"
-        else:
-            used = "no channel lines at all (NCCL_DEBUG=INFO was not in effect, or NCCL never connected)"
-        problems.append("NCCL did not use GPUDirect RDMA (no GDRDMA on any 'via NET/...' channel line, "
-                        "no [GDRDMA] in the log); it used: %s" % used)
-        evidence += [(net_lines or transports or [""])[0], no_ib or ""]
-
-    value = None
-    if avg is None:
-        last = _first_line(reversed(lines))
-        problems.append("the nccl-tests run did not finish (no '# Avg bus bandwidth' line); last line of the log: %r"
-                        % last)
-        evidence += [warns[-1] if warns else "", last]
-    else:
-        try:
-            value = float(avg[0])
-        except ValueError:
-            value = None
-        if value is None or math.isnan(value) or math.isinf(value):
-            problems.append("the average bus bandwidth %r is not a number" % avg[0])
-            evidence.append(avg[1])
-        elif value < threshold:
-            problems.append("the average bus bandwidth %g GB/s is below the threshold %g GB/s" % (value, threshold))
-            evidence.append(avg[1])
-    if bounds is not None and bounds[0] > 0:
-        problems.append("nccl-tests found %d wrong values (corrupted data)" % bounds[0])
-        evidence.append(bounds[1])
-
-    if problems:
-        return check_result(False, "; ".join(problems), evidence)
-    peak = max(rows, key=lambda r: float(r.group("busbw"))) if rows else None
-    peak_note = " (peak %s GB/s at %s bytes)" % (peak.group("busbw"), peak.group("size")) if peak else ""
-    return check_result(True, "%s; average bus bandwidth %g GB/s >= %g GB/s%s" % (gdr_note, value, threshold, peak_note),
-                        [gdr_lines[0], avg[1]])
 
 
 def _utc(field, value):
@@ -855,7 +602,6 @@ def summary(results):
 # -- the plan of a platform's smoke tests -----------------------------------------------------------
 
 LAYERS = ("gpu_operator", "gpu_sharing", "dra_driver", "scheduling", "network_operator")
-RDMA_MODES = {"rdma_shared": "rdma/shared_ib", "sriov": "rdma/ib"}
 PLAN_FIELDS = {"layers": "smoke_tests_layers", "timeout": "smoke_tests_timeout",
                "nccl_timeout": "smoke_tests_nccl_timeout"}
 
@@ -864,9 +610,19 @@ def _item(layer, check, params=None, skipped_reason=None):
     return {"layer": layer, "check": check, "params": dict(params or {}), "skipped_reason": skipped_reason}
 
 
-def _sharing_items(pools, common, image):
-    """Per pool: an allocatable check (time-slicing) and a pod on the pool's shared resource."""
+def _custom_profile(entries):
+    """The first MIG profile a custom layout turns on, as the device plugin names it (``1g.10gb+me`` -> ``1g.10gb``)."""
+    for entry in entries:
+        if entry.get("mig-enabled") and entry.get("mig-devices"):
+            return sorted(entry["mig-devices"])[0].split("+", 1)[0]
+    return None
+
+
+def _sharing_items(pools, common, image, mig_config=None):
+    """Per pool: an allocatable check (time-slicing) and a pod on the pool's shared resource. A MIG pool whose
+    layout is a config of the custom mig-parted ``mig_config`` is checked against that config."""
     items = []
+    configs = (mig_config or {}).get("mig-configs") or {}
     for pool in pools:
         selector = dict(pool["node_selector"])
         if pool["sharing"] == "time-slicing":
@@ -874,9 +630,15 @@ def _sharing_items(pools, common, image):
                 common, node_selector=selector, expected_per_gpu={pool["resource_name"]: pool["replicas"]})))
             resources = {pool["resource_name"]: 1}
         elif pool["sharing"] == "mig":
-            items.append(_item("gpu_sharing", "allocatable", dict(
-                common, node_selector=selector, mig_layout=pool["mig_profile"], mig_strategy=pool["mig_strategy"])))
-            profile = pool["mig_profile"][len("all-"):] if pool["mig_profile"].startswith("all-") else None
+            custom = pool["mig_profile"] in configs
+            check = dict(common, node_selector=selector, mig_layout=pool["mig_profile"], mig_strategy=pool["mig_strategy"])
+            if custom:
+                check["mig_config"] = mig_config
+            items.append(_item("gpu_sharing", "allocatable", check))
+            if custom:
+                profile = _custom_profile(configs[pool["mig_profile"]])
+            else:
+                profile = pool["mig_profile"][len("all-"):] if pool["mig_profile"].startswith("all-") else None
             if pool["mig_strategy"] == "mixed" and profile is None:
                 items.append(_item("gpu_sharing", "cuda", skipped_reason="pool %s: the mixed layout %s has no "
                                    "single MIG resource to ask for" % (pool["name"], pool["mig_profile"])))
@@ -894,13 +656,16 @@ def plan(settings):
     """The smoke tests of the chosen layers, as ``[{layer, check, params, skipped_reason}]``.
 
     ``settings`` (the smoke_tests role's variables, gathered by its vars): ``layers``, ``namespace``,
-    ``image``, ``nccl_image``, ``timeout``, ``nccl_timeout``, ``cuda_resources``, ``sharing_pools``
+    ``image``, ``nccl_image``, ``timeout``, ``nccl_timeout``, ``cuda_resources``, ``mig_config`` (the sharing
+    layer's custom mig-parted config, or None), ``sharing_pools``
     (validated pools as dicts: name, node_selector, sharing, replicas, resource_name, mig_profile,
     mig_strategy), ``dra_enabled``, ``device_class``, ``scheduler`` (volcano, kai or none), ``queue``,
     ``kai_queue`` (a team queue, used when ``queue`` is empty under KAI), ``replicas``, ``window``,
-    ``network_mode``, ``rdma_resource`` (None: the mode's default), ``network``, ``nodes``,
-    ``gpus_per_node``, ``min_busbw``. ``params`` are the smoke_test module's options. Every object is
-    built here once, so a bad value fails before anything runs, naming the role variable.
+    ``network_mode``, ``rdma_resource`` (None: the mode's resource, as many as ``nics_per_pod`` or the node
+    type gives), ``resource_name``, ``nics_per_pod``, ``node_type``, ``network``, ``nodes``, ``gpus_per_node``
+    ("": the node type's GPUs, else 8) and ``min_busbw`` ("": the node type's threshold) (``domain.smoke_nccl``).
+    ``params`` are the smoke_test module's options. Every object is built here once, so a bad value fails before
+    anything runs, naming the role variable.
     """
     layers = settings.get("layers")
     if not isinstance(layers, (list, tuple)) or any(layer not in LAYERS for layer in layers):
@@ -916,7 +681,7 @@ def plan(settings):
         cuda_pod(namespace, image, settings.get("cuda_resources"))
         items.append(_item("gpu_operator", CUDA, dict(common, image=image, resources=settings.get("cuda_resources"))))
     if "gpu_sharing" in layers:
-        items += _sharing_items(settings.get("sharing_pools") or [], common, image)
+        items += _sharing_items(settings.get("sharing_pools") or [], common, image, settings.get("mig_config"))
     if "dra_driver" in layers:
         if settings.get("dra_enabled"):
             device_class = settings.get("device_class") or DEFAULT_DEVICE_CLASS
@@ -927,7 +692,8 @@ def plan(settings):
     if "scheduling" in layers:
         items.append(_gang_item(settings, common, image))
     if "network_operator" in layers:
-        items.append(_nccl_item(settings, common))
+        from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke_nccl
+        items.append(smoke_nccl.nccl_item(settings, common, _item))
     return items
 
 
@@ -944,27 +710,3 @@ def _gang_item(settings, common, image):
     gang_job(scheduler, common["namespace"], image, replicas, queue)
     return _item("scheduling", GANG, dict(common, image=image, scheduler=scheduler, queue=queue, replicas=replicas,
                                           window_seconds=settings.get("window")))
-
-
-def _nccl_item(settings, common):
-    mode = settings.get("network_mode") or "none"
-    if mode not in RDMA_MODES:
-        return _item("network_operator", NCCL, skipped_reason="network_operator_mode is %s: no RDMA device in pods, "
-                     "so GPUDirect RDMA cannot show" % mode)
-    if (settings.get("scheduler") or "none") != VOLCANO:
-        return _item("network_operator", NCCL, skipped_reason="the nccl-tests job is a Volcano Job and the gang "
-                     "scheduler is %s" % (settings.get("scheduler") or "none"))
-    image = settings.get("nccl_image")
-    if not image:
-        return _item("network_operator", NCCL, skipped_reason="%s is not set (an image with nccl-tests, mpirun and "
-                     "sshd)" % FIELDS["nccl_image"])
-    rdma = settings.get("rdma_resource")
-    rdma = {RDMA_MODES[mode]: 1} if rdma is None else rdma
-    timeout = _positive_int(PLAN_FIELDS["nccl_timeout"], settings.get("nccl_timeout"), example="900")
-    positive_number(FIELDS["min_busbw"], settings.get("min_busbw"), example="40")
-    nccl_job(common["namespace"], image, settings.get("nodes"), settings.get("gpus_per_node"), rdma,
-             settings.get("network"), settings.get("queue") or VOLCANO_DEFAULT_QUEUE)
-    return _item("network_operator", NCCL, dict(
-        common, timeout=timeout, image=image, nodes=settings.get("nodes"), gpus_per_node=settings.get("gpus_per_node"),
-        rdma_resource=rdma, network=settings.get("network"), queue=settings.get("queue") or VOLCANO_DEFAULT_QUEUE,
-        min_busbw_gbps=settings.get("min_busbw")))

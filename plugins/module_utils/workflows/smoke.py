@@ -13,7 +13,9 @@ Private to the collection: not a public API. The smoke_test module is a thin doo
 - Check mode creates nothing: each object goes through server-side dry-run, so a wrong field or
   a missing CRD shows before anything runs.
 - ``render_to`` writes the check's objects to a GitOps folder instead, bare Pods as batch/v1 Jobs;
-  nothing is run or judged there.
+  nothing is run or judged there. The nccl-tests run under KAI or no gang scheduler is not rendered: its
+  pods need an SSH key pair made at run time (``adapters.ssh_keys``), which never goes to a file. On the
+  cluster that key goes only into the run's Secret, deleted with the run; it is never returned or logged.
 
 The result is ``{layer, check, object, passed, reason, evidence, skipped_reason}``, the shape
 ``domain.smoke.summary`` reads.
@@ -21,8 +23,9 @@ The result is ``{layer, check, object, passed, reason, evidence, skipped_reason}
 
 from __future__ import annotations
 
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import ssh_keys
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import WaitTimeout, wait_for
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops, mig, smoke, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops, mig, smoke, smoke_nccl, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import manifests
 
@@ -77,8 +80,9 @@ def _objects(params):
         return smoke.gang_job(params.get("scheduler"), namespace, image, params.get("replicas"),
                               params.get("queue") or "default")
     smoke.positive_number(smoke.FIELDS["min_busbw"], params.get("min_busbw_gbps"), example="40")
-    return smoke.nccl_job(namespace, image, params.get("nodes"), params.get("gpus_per_node"),
-                          params.get("rdma_resource"), params.get("network"), params.get("queue") or "default")
+    return smoke_nccl.nccl_job(namespace, image, params.get("nodes"), params.get("gpus_per_node"),
+                               params.get("rdma_resource"), params.get("network"), params.get("queue") or "default",
+                               params.get("scheduler") or smoke.VOLCANO)
 
 
 def build(params):
@@ -133,7 +137,7 @@ def pod_state(pod):
 def _base_name(objects):
     """The test's own name: its Pod's or Job's (Volcano names pods ``<job>-<task>-<index>``, KAI members
     ``<group>-<index>``)."""
-    return next(o for o in objects if o["kind"] in ("Pod", "Job", "PodGroup"))["metadata"]["name"]
+    return next(o for o in objects if o["kind"] in ("Pod", "Job", "PodGroup", "Service"))["metadata"]["name"]
 
 
 def _pods(kube, params, objects, task=None):
@@ -196,7 +200,7 @@ def _cuda(kube, params, objects, clock, interval):
 
 def _nccl(kube, params, objects, clock, interval):
     minimum = params.get("min_busbw_gbps")
-    return _one_pod(kube, params, objects, lambda log: smoke.check_nccl(log, minimum), smoke.NCCL_LAUNCHER_TASK,
+    return _one_pod(kube, params, objects, lambda log: smoke_nccl.check_nccl(log, minimum), smoke_nccl.LAUNCHER,
                     clock, interval)
 
 
@@ -252,10 +256,11 @@ def expected_from_labels(nodes, expected_per_gpu):
     return out
 
 
-def expected_from_mig_layout(nodes, layout, strategy):
+def expected_from_mig_layout(nodes, layout, strategy, config=None):
     """node -> what the device plugin advertises once the MIG ``layout`` (a standard name such as
-    ``all-1g.10gb``) is applied on the node's GPUs (GFD's product and count labels); None for a node whose
-    labels say too little. A board without that layout raises ParamError."""
+    ``all-1g.10gb``, or a config of the custom mig-parted ``config``) is applied on the node's GPUs (GFD's
+    product and count labels); None for a node whose labels say too little. A board without that layout
+    raises ParamError."""
     out = {}
     for node in nodes:
         meta = node.get("metadata") or {}
@@ -266,7 +271,8 @@ def expected_from_mig_layout(nodes, layout, strategy):
             out[meta.get("name")] = None
             continue
         try:
-            out[meta.get("name")] = mig.resources(product, mig.named_layout(layout, product), strategy, count)
+            entries = config["mig-configs"][layout] if config else mig.named_layout(layout, product)
+            out[meta.get("name")] = mig.resources(product, entries, strategy, count)
         except ParamError as exc:
             raise ParamError("mig_layout", "node %s (%s): %s" % (meta.get("name"), product, exc.msg),
                              "name a layout the pool's GPUs have") from None
@@ -306,10 +312,17 @@ def allocatable_inputs(params):
         strategy = params.get("mig_strategy") or "single"
         if strategy not in ("single", "mixed"):
             raise ParamError("mig_strategy", "%r is not a MIG strategy of a MIG pool" % (strategy,), "use single or mixed")
-        if not isinstance(layout, str) or not layout.startswith("all-"):
+        config = params.get("mig_config") or None
+        if config is not None:
+            mig.validate_mig_parted_config(config)
+            if layout not in config["mig-configs"]:
+                raise ParamError("mig_layout", "%r is not a config of mig_config" % (layout,),
+                                 "name one of %s" % ", ".join(sorted(config["mig-configs"])))
+        elif not isinstance(layout, str) or not layout.startswith("all-"):
             raise ParamError("mig_layout", "%r is not a standard layout name" % (layout,),
-                             "use all-<profile> (all-1g.10gb), all-balanced or all-enabled")
-        return None, None, (layout, strategy)
+                             "use all-<profile> (all-1g.10gb), all-balanced or all-enabled, or give the custom "
+                             "mig-parted config that defines it (mig_config)")
+        return None, None, (layout, strategy, config)
     if per_gpu is None:
         raise ParamError("expected_per_gpu", "nothing to check: none of expected_per_gpu, mig_layout or "
                          "expected_allocatable is given", "give expected_per_gpu or mig_layout (with node_selector), "
@@ -373,6 +386,7 @@ def _missing_api(kube, objects):
 FIX_API = {smoke.DRA: "enable the dra_driver layer (Kubernetes 1.34 or later serves resource.k8s.io/v1)",
            smoke.GANG: "install the gang scheduler first (the scheduling layer)",
            smoke.NCCL: "the nccl-tests job is a Volcano Job: install Volcano (scheduling_scheduler: volcano)"}
+FIX_KAI = "the nccl-tests pods join a KAI PodGroup: install the KAI Scheduler first (scheduling_scheduler: kai)"
 
 
 def _on_cluster(kube, params, objects, check_mode, clock, interval):
@@ -382,8 +396,10 @@ def _on_cluster(kube, params, objects, check_mode, clock, interval):
         return _result(params, objects, None, "", skipped_reason="check mode: the cluster does not serve %s yet "
                        "(an earlier layer would install it)" % missing)
     if missing:
+        kai_nccl = params["check"] == smoke.NCCL and params.get("scheduler") == smoke.KAI
+        fix = FIX_KAI if kai_nccl else FIX_API.get(params["check"], "install it first")
         raise ToolError("the %s smoke test needs %s, which the cluster does not serve. Fix: %s"
-                        % (params["check"], missing, FIX_API.get(params["check"], "install it first")))
+                        % (params["check"], missing, fix))
     if kube.get("v1", "Namespace", namespace) is None:
         if check_mode:
             return _result(params, objects, None, "", skipped_reason="check mode: namespace %s does not exist yet"
@@ -392,6 +408,7 @@ def _on_cluster(kube, params, objects, check_mode, clock, interval):
                          "create it first (the smoke_tests role does), or name an existing namespace")
     if params["check"] == smoke.NCCL:
         smoke.nccl_fits(params.get("nodes"), params.get("gpus_per_node"), kube.list("v1", "Node"))
+        objects = with_ssh_secret(params, objects)
     if check_mode:
         for obj in objects:
             kube.apply(obj, dry_run=True)
@@ -432,6 +449,15 @@ def render_objects(params, objects):
     return [as_job(o) if o["kind"] == "Pod" else o for o in objects]
 
 
+def with_ssh_secret(params, objects):
+    """The bare-pod nccl-tests objects with the Secret of a key pair made now put first (Volcano's ssh plugin makes
+    its own). The key is in no result, log or file: only in the Secret sent to the cluster."""
+    if not smoke_nccl.needs_ssh_secret(objects):
+        return objects
+    private, public = ssh_keys.generate()
+    return [smoke_nccl.nccl_ssh_secret(params["namespace"], private, public)] + list(objects)
+
+
 def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):
     """The smoke_test module."""
     params = dict(params)
@@ -440,6 +466,10 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):
     if params["check"] == ALLOCATABLE:
         allocatable_inputs(params)
         label_selector(params.get("node_selector"))
+    if params.get("render_to") and smoke_nccl.needs_ssh_secret(objects):
+        return {"changed": False, "smoke": _result(params, objects, None, "", skipped_reason=(
+            "render mode: the nccl-tests pods under %s need an SSH key pair made at run time, which is never written "
+            "to a GitOps folder; run the smoke test against the cluster (playbooks/smoke.yml)" % params["scheduler"]))}
     if params.get("render_to"):
         if params["check"] == ALLOCATABLE:
             result = {"changed": False}
