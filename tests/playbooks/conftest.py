@@ -180,17 +180,24 @@ def direct_site(tmp_path, helm_env, gpu_cluster_factory):
             "gpu_operator_smoke_timeout": 10,
             "smoke_tests_timeout": 10,
             "smoke_tests_nccl_timeout": 10,
+            # With RDMA on, the NCCL proof is part of every run: an image and a threshold (no node type here).
+            **NCCL_SETTINGS,
         })
         return runner, api, repo
 
     return make
 
 
+# The nccl-tests image and bus-bandwidth threshold every RDMA run needs (the fake launcher's log shows 175.888 GB/s).
+NCCL_SETTINGS = {"smoke_tests_nccl_image": "registry.example.com/hpc/nccl-tests:2.17.1-cuda12.9",
+                 "smoke_tests_nccl_min_busbw_gbps": 100.0}
+
+
 @pytest.fixture
 def render_site(tmp_path, helm_env):
     """site.yml in render mode into tmp_path/platform: returns (runner, out)."""
     out = tmp_path / "platform"
-    runner = SiteRunner(tmp_path, site_env(helm_env), {"gpu_platform_render_to": str(out)})
+    runner = SiteRunner(tmp_path, site_env(helm_env), {"gpu_platform_render_to": str(out), **NCCL_SETTINGS})
     return runner, out
 
 
