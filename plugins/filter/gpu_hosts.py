@@ -18,9 +18,9 @@ def host_driver_plan(os_info, settings, installed=None):
         raise AnsibleFilterError(exc.msg)
 
 
-def peermem_daemonset(namespace, image, module="nvidia-peermem", node_selector=None):
+def peermem_daemonset(namespace, image, module="nvidia-peermem", node_selector=None, image_pull_secrets=None):
     try:
-        return peermem.daemonset(namespace, image, module, node_selector)
+        return peermem.daemonset(namespace, image, module, node_selector, image_pull_secrets)
     except ParamError as exc:
         raise AnsibleFilterError(exc.msg)
 

@@ -141,6 +141,11 @@ options:
         what that layout gives on its GPUs (GFD's C(nvidia.com/gpu.product) and C(nvidia.com/gpu.count) labels), under
         O(mig_strategy).
     type: str
+  image_pull_secrets:
+    description:
+      - Names of image pull Secrets in O(namespace) the test's pods pull their images with (a private mirror).
+    type: list
+    elements: str
   mig_config:
     description:
       - V(allocatable) with O(mig_layout). A custom mig-parted config (mig-parted's C(config.yaml) format, as the
@@ -315,6 +320,7 @@ ARGUMENT_SPEC = shared.combine(
     expected_per_gpu={"type": "dict"},
     mig_layout={"type": "str"},
     mig_config={"type": "dict"},
+    image_pull_secrets={"type": "list", "elements": "str"},
     mig_strategy={"type": "str", "choices": ["single", "mixed"], "default": "single"},
     expected_allocatable={"type": "dict"},
     timeout={"type": "int", "default": 300},

@@ -163,7 +163,7 @@ def test_driver_root(root, owner, expected):
     ({"gpus_enabled": None}, "dra_driver_gpus_enabled", "not true or false"),
     ({"compute_domains_enabled": "false"}, "dra_driver_compute_domains_enabled", "not true or false"),
     ({"image_pull_secrets": "ngc-pull"}, "dra_driver_image_pull_secrets", "not a list"),
-    ({"image_pull_secrets": ["NGC_Pull"]}, "dra_driver_image_pull_secrets", "not a valid name"),
+    ({"image_pull_secrets": ["NGC_Pull"]}, "dra_driver_image_pull_secrets[0]", "is not a Secret name"),
 ])
 def test_bad_settings_name_the_variable(over, field, words):
     err = raises(dra.values, settings(**over))

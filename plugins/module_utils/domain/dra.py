@@ -292,13 +292,9 @@ def values(settings):
         "resources": {"gpus": {"enabled": gpus}, "computeDomains": {"enabled": domains}},
         "kubeletPlugin": {"nodeSelector": node_selector(settings.get("node_selector"))},
     }
-    secrets = settings.get("image_pull_secrets") or []
-    if not isinstance(secrets, (list, tuple)):
-        raise ParamError(FIELDS["image_pull_secrets"], "%r is not a list of Secret names" % (secrets,),
-                         "give a list such as [ngc-pull]")
+    secrets = validate.secret_names(FIELDS["image_pull_secrets"], settings.get("image_pull_secrets"))
     if secrets:
-        out["imagePullSecrets"] = [{"name": validate.dns_label(FIELDS["image_pull_secrets"], s, 253)}
-                                   for s in secrets]
+        out["imagePullSecrets"] = [{"name": name} for name in secrets]
     mirrors = images.check_mirrors(settings.get("image_mirrors"), FIELDS["image_mirrors"])
     out.update(images.chart_values(CHART, mirrors))
     return out

@@ -110,9 +110,8 @@ def build_values(settings):
         name = validate.dns_label("gpu_operator_device_plugin_config.name", config.get("name"), 253)
         plugin = {"config": {"name": name, "default": str(config.get("default") or "")}}
         values["devicePlugin"] = plugin
-    secrets = settings.get("image_pull_secrets") or []
-    if secrets:
-        names = [validate.dns_label("gpu_operator_image_pull_secrets", s, 253) for s in secrets]
+    names = validate.secret_names("gpu_operator_image_pull_secrets", settings.get("image_pull_secrets"))
+    if names:
         for component in PULL_SECRET_COMPONENTS:
             values.setdefault(component, {})["imagePullSecrets"] = list(names)
     values = deep_merge(values, images.chart_values("gpu-operator", images.check_mirrors(

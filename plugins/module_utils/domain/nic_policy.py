@@ -500,11 +500,7 @@ def build_request(params):
         pool = None
     block = _block_size(params.get("nv_ipam_block_size"), ipam, network)
     mirrors = image_mirrors.check_mirrors(params.get("image_mirrors"), "image_mirrors")
-    secrets = params.get("image_pull_secrets") or []
-    if not isinstance(secrets, (list, tuple)):
-        raise ParamError("image_pull_secrets", "%r is not a list of Secret names" % (secrets,),
-                         "give a list such as [ngc-pull]")
-    secrets = tuple(validate.dns_label("image_pull_secrets[%d]" % i, s, 253) for i, s in enumerate(secrets))
+    secrets = validate.secret_names("image_pull_secrets", params.get("image_pull_secrets"))
     affinity = _node_affinity(params.get("node_affinity"))
     policy = params.get("driver_upgrade_policy")
     if policy and not ofed:

@@ -62,3 +62,23 @@ def node_label_objects(names, labels):
     """Partial Node objects that carry only ``labels``: server-side apply of them sets just those labels."""
     return [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": dict(labels)}}
             for name in names or []]
+
+
+def _pod_specs(obj):
+    """The pod specs inside ``obj``: a Pod's spec, a workload's template spec, each Volcano Job task's."""
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "Pod":
+        return [spec]
+    if "template" in spec:
+        return [spec["template"].setdefault("spec", {})]
+    return [task.setdefault("template", {}).setdefault("spec", {}) for task in spec.get("tasks") or []]
+
+
+def with_pull_secrets(objs, names):
+    """``objs`` (new dicts) whose pods pull with the image pull Secrets ``names``; unchanged without names."""
+    out = copy.deepcopy(list(objs))
+    if names:
+        for obj in out:
+            for spec in _pod_specs(obj):
+                spec["imagePullSecrets"] = [{"name": name} for name in names]
+    return out

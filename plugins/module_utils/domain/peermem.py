@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 NAME = "nvidia-peermem-loader"
@@ -22,9 +22,11 @@ MODULE = re.compile(r"[a-z0-9_-]+")
 LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "gpu-platform"}
 
 
-def daemonset(namespace, image, module="nvidia-peermem", node_selector=None):
-    """The Namespace (pod-security privileged) and the DaemonSet, as a list of objects."""
+def daemonset(namespace, image, module="nvidia-peermem", node_selector=None, image_pull_secrets=None):
+    """The Namespace (pod-security privileged) and the DaemonSet, as a list of objects; the loader pulls its image
+    with ``image_pull_secrets`` (Secret names in ``namespace``) when given."""
     validate.dns_label("peermem_namespace", namespace)
+    secrets = validate.secret_names("peermem_image_pull_secrets", image_pull_secrets)
     image = validate.pinned_image("peermem_loader_image", image)
     if not isinstance(module, str) or not MODULE.fullmatch(module):
         raise ParamError("peermem_module", "%r is not a kernel module name" % (module,),
@@ -74,7 +76,7 @@ def daemonset(namespace, image, module="nvidia-peermem", node_selector=None):
             },
         },
     }
-    return [namespace_obj, ds]
+    return [namespace_obj] + objects.with_pull_secrets([ds], secrets)
 
 
 def loader_ready(daemonset, nodes, selector=None):

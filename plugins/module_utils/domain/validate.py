@@ -76,6 +76,21 @@ def dns_label(field, value, max_len=63):
     return value
 
 
+def secret_names(field, value):
+    """A list of image pull Secret names (DNS-1123 subdomains) as a tuple; errors name ``field[i]``."""
+    if value in (None, ""):
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise ParamError(field, "%r is not a list of Secret names" % (value,), "give a list such as [ngc-pull]")
+    names = []
+    for index, name in enumerate(value):
+        if not isinstance(name, str) or not name or len(name) > 253 or not DNS1123_SUBDOMAIN.match(name):
+            raise ParamError("%s[%d]" % (field, index), "%r is not a Secret name" % (name,),
+                             "use lower-case letters, digits, '-' and '.', such as ngc-pull")
+        names.append(name)
+    return tuple(names)
+
+
 def release_name(field, value):
     """Helm's own rule: a DNS-1123 subdomain of at most 53 characters."""
     if not isinstance(value, str) or not value:

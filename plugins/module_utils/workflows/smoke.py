@@ -26,6 +26,7 @@ from __future__ import annotations
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import ssh_keys
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import WaitTimeout, wait_for
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops, mig, smoke, smoke_nccl, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects as objects_domain
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import manifests
 
@@ -86,12 +87,14 @@ def _objects(params):
 
 
 def build(params):
-    """The check's objects from the module's parameters (validated by ``domain.smoke``); errors name the option."""
+    """The check's objects from the module's parameters (validated by ``domain.smoke``), their pods pulling with
+    ``image_pull_secrets``; errors name the option."""
     check = params.get("check")
     if check not in CHECKS:
         raise ParamError("check", "%r is not a smoke test" % (check,), "use one of: %s" % ", ".join(CHECKS))
+    secrets = validate.secret_names("image_pull_secrets", params.get("image_pull_secrets"))
     try:
-        return _objects(params)
+        return objects_domain.with_pull_secrets(_objects(params), secrets)
     except ParamError as exc:
         option = OPTION_NAMES.get(exc.field)
         if option is None:
