@@ -75,8 +75,8 @@ def test_kubernetes_1_30_is_refused_for_26_7_and_names_the_floor():
     ("Ubuntu 24.04.2 LTS", "docker://24.0.7", ["docker://24.0.7"]),
 ])
 def test_nodes_outside_the_releases_platforms_are_unverified(os_image, runtime, words):
-    unverified, _warnings = ps.check({"gpu_operator": "v26.7.0"}, nodes=[node("gpu-1", os_image, runtime)],
-                                     cluster_version="v1.35.8")
+    unverified = ps.check({"gpu_operator": "v26.7.0"}, nodes=[node("gpu-1", os_image, runtime)],
+                          cluster_version="v1.35.8")[0]
     assert len(unverified) == 1 and all(w in unverified[0] for w in words), unverified
 
 
@@ -88,13 +88,13 @@ def test_supported_nodes_pass_and_cpu_nodes_are_not_judged():
 
 def test_many_nodes_with_one_finding_give_one_line():
     nodes = [node("gpu-%d" % i, "Ubuntu 20.04.6 LTS", "containerd://2.0.5") for i in range(1000)]
-    unverified, _ = ps.check({"gpu_operator": "v26.7.0"}, nodes=nodes, cluster_version="v1.35.8")
+    unverified = ps.check({"gpu_operator": "v26.7.0"}, nodes=nodes, cluster_version="v1.35.8")[0]
     assert len(unverified) == 1
     assert unverified[0].startswith("nodes gpu-0, gpu-1, gpu-2 and 997 more:")
 
 
 def test_api_server_version_outside_the_network_operator_range():
-    unverified, _ = ps.check({"network_operator": "26.4.0"}, nodes=[], cluster_version="v1.36.1")
+    unverified = ps.check({"network_operator": "26.4.0"}, nodes=[], cluster_version="v1.36.1")[0]
     assert unverified == ["the API server: Kubernetes 1.36.1 is outside Network Operator 26.4.0's validated range "
                           ">=1.31,<1.36 [network-operator-26.4, source: %s]" % versions.NETOP_2640]
 

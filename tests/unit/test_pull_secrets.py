@@ -42,8 +42,7 @@ def test_every_smoke_pod_pulls_with_the_secrets(params):
 
 
 def test_the_peermem_loader_pulls_with_the_secrets():
-    namespace, ds = peermem.daemonset("nvidia-peermem", "docker.io/library/busybox:1.37.0",
-                                      image_pull_secrets=["harbor-pull"])
+    ds = peermem.daemonset("nvidia-peermem", "docker.io/library/busybox:1.37.0", image_pull_secrets=["harbor-pull"])[1]
     assert ds["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "harbor-pull"}]
     assert "imagePullSecrets" not in peermem.daemonset("nvidia-peermem", "docker.io/library/busybox:1.37.0")[1][
         "spec"]["template"]["spec"]

@@ -37,17 +37,15 @@ NETOP_2640 = versions.NETOP_2640
 # Each entry: the release line (a versions.py range), the Kubernetes range, the operating systems
 # ({distribution: (versions...)}; a version matches on its leading parts, "9" matches 9.4), and
 # the container runtimes ({runtime: range}); a key left out is not judged for that release.
+# The 26.3 line's operating systems and runtimes (26.3.2 only widened its Kubernetes range).
+GPUOP_263_NODES = {"os": {"ubuntu": ("20.04", "22.04", "24.04"), "rhel": ("8", "9"), "rhcos": ()},
+                   "runtimes": {"containerd": ">=1.7,<2.3", "cri-o": "*"}}
+
 PLATFORMS = (
-    {"id": "gpu-operator-26.3.0-26.3.1", "component": "gpu_operator", "versions": ">=26.3.0,<26.3.2",
-     "kubernetes": ">=1.32,<1.36",
-     "os": {"ubuntu": ("20.04", "22.04", "24.04"), "rhel": ("8", "9"), "rhcos": ()},
-     "runtimes": {"containerd": ">=1.7,<2.3", "cri-o": "*"},
-     "source": GPUOP_2630},
-    {"id": "gpu-operator-26.3.2-plus", "component": "gpu_operator", "versions": ">=26.3.2,<26.4.0",
-     "kubernetes": ">=1.32,<1.37",
-     "os": {"ubuntu": ("20.04", "22.04", "24.04"), "rhel": ("8", "9"), "rhcos": ()},
-     "runtimes": {"containerd": ">=1.7,<2.3", "cri-o": "*"},
-     "source": GPUOP_2630 + "; " + GPUOP_2632 + " (26.3.2 adds Kubernetes 1.36)"},
+    dict(GPUOP_263_NODES, id="gpu-operator-26.3.0-26.3.1", component="gpu_operator", versions=">=26.3.0,<26.3.2",
+         kubernetes=">=1.32,<1.36", source=GPUOP_2630),
+    dict(GPUOP_263_NODES, id="gpu-operator-26.3.2-plus", component="gpu_operator", versions=">=26.3.2,<26.4.0",
+         kubernetes=">=1.32,<1.37", source=GPUOP_2630 + "; " + GPUOP_2632 + " (26.3.2 adds Kubernetes 1.36)"),
     {"id": "gpu-operator-26.7", "component": "gpu_operator", "versions": ">=26.7.0,<26.8.0",
      "kubernetes": ">=1.33,<1.38",
      "os": {"ubuntu": ("22.04", "24.04", "26.04"), "rhel": ("8", "9"), "rhcos": ()},
