@@ -35,8 +35,7 @@ def test_the_default_pair_is_known_good_for_rdma_on_the_local_cluster_version():
     verdict = versions.check(combo)
     assert verdict.status == versions.KNOWN_GOOD, verdict.messages
     assert "aks-gpu-operator-26.3.3-network-operator-26.4.0-rdma" in [m["id"] for m in verdict.matched]
-    assert ps.evaluate(combo, nodes=[node("gpu-1")], cluster_version="v1.35.8") == [
-        m for m in verdict.messages]
+    assert ps.evaluate(combo, nodes=[node("gpu-1")], cluster_version="v1.35.8") == list(verdict.messages)
 
 
 def test_preflight_play_defaults_agree_with_the_roles():
