@@ -99,7 +99,7 @@ def test_extra_values_merge_last():
     ({"dcgm_exporter_enabled": False, "dcgm_exporter_service_monitor": True}, "gpu_operator_dcgm_exporter_service_monitor",
      "DCGM exporter is disabled"),
     ({"device_plugin_config": {"name": "Bad_Name"}}, "gpu_operator_device_plugin_config.name", "not a valid name"),
-    ({"image_pull_secrets": ["UPPER"]}, "gpu_operator_image_pull_secrets", "not a valid name"),
+    ({"image_pull_secrets": ["UPPER"]}, "gpu_operator_image_pull_secrets[0]", "is not a Secret name"),
     ({"extra_values": "driver.enabled=false"}, "gpu_operator_extra_values", "must be a dictionary"),
 ])
 def test_bad_choices_name_the_variable(over, field, words):
