@@ -195,7 +195,8 @@ def check(components, nodes=None, inventory=None, cluster_version=""):
             seen = {}
             for node in chosen:
                 facts = node_facts(node)
-                facts.pop("kubernetes" if cluster_version else "kernel", None)
+                if cluster_version:  # the API server's version is judged once, not each kubelet's
+                    facts.pop("kubernetes")
                 for line in _platform_lines(item, label, "node %s" % node["metadata"]["name"], facts):
                     key = line.split(": ", 1)[1]
                     seen.setdefault(key, []).append(node["metadata"]["name"])

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import re
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_types, smoke, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy, node_types, smoke, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 FIELDS = smoke.FIELDS
@@ -53,8 +53,9 @@ SSH_MODE = 0o400
 WORKERS_ENV = "GPU_PLATFORM_SMOKE_WORKERS"
 VOLCANO_HOST_FILE = "/etc/volcano/%s.host" % WORKER
 DEFAULT_GPUS_PER_NODE = 8
-# The RDMA resource a pod claims per network mode (ipoib keeps the RDMA shared device plugin, as rdma_shared).
-RDMA_MODES = {"sriov": "rdma/ib", "rdma_shared": "rdma/shared_ib", "ipoib": "rdma/shared_ib"}
+# The RDMA resource a pod claims per network mode: the network layer's default resource names (ipoib keeps the
+# RDMA shared device plugin, as rdma_shared).
+RDMA_MODES = {mode: "rdma/" + name for mode, name in nic_policy.DEFAULT_RESOURCE_NAMES.items()}
 TYPE_FIELD = "gpu_platform_rdma_node_type"
 NICS_FIELD = "network_operator_nics_per_pod"
 PLAN_TIMEOUT_FIELD = "smoke_tests_nccl_timeout"
