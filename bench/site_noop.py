@@ -154,9 +154,10 @@ def _is_collection(path):
     return len(rest) == 1
 
 
-# Actions that run on the controller alone: no module process, no API request.
+# Actions that run on the controller alone, with no module process: Ansible's own, and the collection's modules that
+# have an action plugin of the same name (plugins/action: they run in the controller process).
 CONTROLLER_ONLY = {"set_fact", "debug", "assert", "fail", "validate_argument_spec", "include_role", "include_tasks",
-                   "import_role", "import_tasks", "meta"}
+                   "import_role", "import_tasks", "meta"} | {path.stem for path in (ROOT / "plugins" / "action").glob("*.py")}
 
 
 def task_counts(output):

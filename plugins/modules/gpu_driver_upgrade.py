@@ -31,6 +31,8 @@ description:
 author:
   - gpu_platform maintainers (@gpu-platform)
 extends_documentation_fragment:
+  - gpu_platform.cluster.attributes
+  - gpu_platform.cluster.attributes.controller
   - gpu_platform.cluster.kube_auth
   - gpu_platform.cluster.wait
 attributes:
@@ -194,14 +196,19 @@ ARGUMENT_SPEC = shared.combine(
 )
 
 
-def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True,
-                           mutually_exclusive=[("nodes", "node_selector")])
-    auth = shared.kube_auth_params(module.params)
-    params = dict(module.params)
+SPEC_OPTIONS = {"mutually_exclusive": [("nodes", "node_selector")]}
+
+
+def call(params, check_mode, runtime):  # pylint: disable=unused-argument  # the same signature for every module
+    """The work, in the module process or the controller's (the action plugin of the same name)."""
+    params = dict(params)
     if params.get("nodes"):
         params["node_selector"] = None  # the default selector gives way to a list of names
-    execute(module, lambda: driver_upgrade.run(params, lambda: KubeClient(**auth), module.check_mode))
+    return driver_upgrade.run(params, lambda: KubeClient(**shared.kube_auth_params(params)), check_mode)
+
+
+def main():
+    execute(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True, **SPEC_OPTIONS), call)
 
 
 if __name__ == "__main__":

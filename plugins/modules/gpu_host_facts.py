@@ -21,6 +21,9 @@ description:
   - One module call instead of a handful of probe tasks, so that fact gathering stays cheap on large inventories.
 author:
   - gpu_platform maintainers (@gpu-platform)
+extends_documentation_fragment:
+  - gpu_platform.cluster.attributes
+  - gpu_platform.cluster.attributes.host
 attributes:
   check_mode:
     support: full

@@ -29,6 +29,8 @@ description:
 author:
   - gpu_platform maintainers (@gpu-platform)
 extends_documentation_fragment:
+  - gpu_platform.cluster.attributes
+  - gpu_platform.cluster.attributes.controller
   - gpu_platform.cluster.kube_auth
   - gpu_platform.cluster.wait
   - gpu_platform.cluster.render
@@ -295,18 +297,21 @@ ARGUMENT_SPEC = shared.combine(
 )
 
 
-def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    auth = shared.kube_auth_params(module.params)
+def call(params, check_mode, runtime):
+    """The work, in the module process or the controller's (the action plugin of the same name)."""
+    auth = shared.kube_auth_params(params)
 
     def helm_factory():
-        # Credentials go to helm in a 0600 file in the module's private tmpdir (removed at exit) or its environment,
-        # never on its command line.
-        flags, env = kube_flags(tmpdir=module.tmpdir, **auth)
-        return Helm(find_helm(module.params["binary_path"]), run=lambda argv, env: module.run_command(argv, environ_update=env or {}),
-                    env=env, kube_flags=flags)
+        # Credentials go to helm in a 0600 file in the runtime's private folder (removed at the end) or its
+        # environment, never on its command line.
+        flags, env = kube_flags(tmpdir=runtime.tmpdir, **auth)
+        return Helm(find_helm(params["binary_path"]), run=runtime.run_command, env=env, kube_flags=flags)
 
-    execute(module, lambda: helm_release.run(module.params, helm_factory, lambda: KubeClient(**auth), module.check_mode))
+    return helm_release.run(params, helm_factory, lambda: KubeClient(**auth), check_mode)
+
+
+def main():
+    execute(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True), call)
 
 
 if __name__ == "__main__":

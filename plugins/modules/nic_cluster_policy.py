@@ -29,6 +29,8 @@ description:
 author:
   - gpu_platform maintainers (@gpu-platform)
 extends_documentation_fragment:
+  - gpu_platform.cluster.attributes
+  - gpu_platform.cluster.attributes.controller
   - gpu_platform.cluster.kube_auth
   - gpu_platform.cluster.wait
   - gpu_platform.cluster.render
@@ -309,10 +311,13 @@ ARGUMENT_SPEC = shared.combine(
 )
 
 
+def call(params, check_mode, runtime):  # pylint: disable=unused-argument  # the same signature for every module
+    """The work, in the module process or the controller's (the action plugin of the same name)."""
+    return nic_cluster_policy.run(params, lambda: KubeClient(**shared.kube_auth_params(params)), check_mode)
+
+
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    auth = shared.kube_auth_params(module.params)
-    execute(module, lambda: nic_cluster_policy.run(module.params, lambda: KubeClient(**auth), module.check_mode))
+    execute(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True), call)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ description:
 author:
   - gpu_platform maintainers (@gpu-platform)
 extends_documentation_fragment:
+  - gpu_platform.cluster.attributes
+  - gpu_platform.cluster.attributes.controller
   - gpu_platform.cluster.kube_auth
 attributes:
   check_mode:
@@ -164,10 +166,13 @@ ARGUMENT_SPEC = shared.combine(
 )
 
 
+def call(params, check_mode, runtime):  # pylint: disable=unused-argument  # the same signature for every module
+    """The work, in the module process or the controller's (the action plugin of the same name)."""
+    return node_maintenance.run(params, lambda: KubeClient(**shared.kube_auth_params(params)), check_mode)
+
+
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    auth = shared.kube_auth_params(module.params)
-    execute(module, lambda: node_maintenance.run(module.params, lambda: KubeClient(**auth), module.check_mode))
+    execute(AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True), call)
 
 
 if __name__ == "__main__":

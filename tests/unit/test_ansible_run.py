@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.ansible_run import execute
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.ansible_run import execute, outcome
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 
@@ -13,9 +13,13 @@ class Failed(Exception):
 
 class Module:
     _name = "gpu_platform.cluster.manifests"
+    params = {"objects": []}
+    check_mode = True
+    tmpdir = "/private"
 
     def __init__(self):
         self.failed = self.exited = self.warnings = None
+        self.commands = []
 
     def fail_json(self, **result):
         self.failed = result
@@ -27,11 +31,15 @@ class Module:
     def warn(self, text):
         self.warnings = (self.warnings or []) + [text]
 
+    def run_command(self, argv, environ_update=None):
+        self.commands.append((argv, environ_update))
+        return 0, "out", ""
+
 
 def run(call):
     module = Module()
     try:
-        execute(module, call)
+        execute(module, lambda params, check_mode, runtime: call())
     except Failed:
         pass
     return module
@@ -56,6 +64,24 @@ def test_a_bug_is_one_line_and_the_traceback_only_in_exception():
 def test_warnings_are_passed_on_and_the_result_returned():
     module = run(lambda: {"changed": True, "warnings": ["careful"]})
     assert module.exited == {"changed": True} and module.warnings == ["careful"]
+
+
+def test_the_call_gets_the_modules_params_check_mode_and_runtime():
+    module = Module()
+    seen = {}
+
+    def call(params, check_mode, runtime):
+        seen.update(params=params, check_mode=check_mode, tmpdir=runtime.tmpdir, rc=runtime.run_command(["helm"], {"A": "1"}))
+        return {"changed": False}
+    execute(module, call)
+    assert seen == {"params": {"objects": []}, "check_mode": True, "tmpdir": "/private", "rc": (0, "out", "")}
+    assert module.commands == [(["helm"], {"A": "1"})], "the variables to add go to run_command as environ_update"
+
+
+def test_outcome_is_the_same_result_for_the_controller():
+    assert outcome("x", lambda: {"changed": True}) == {"changed": True}
+    failed = outcome("x", lambda: (_ for _ in ()).throw(ParamError("f", "is bad", "fix it")))
+    assert failed == {"failed": True, "msg": "f: is bad. Fix: fix it", "field": "f"}
 
 
 @pytest.mark.parametrize("error", [KeyboardInterrupt, SystemExit])

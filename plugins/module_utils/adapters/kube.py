@@ -106,6 +106,15 @@ def _import_kubernetes():
     return client, config, dynamic, exceptions
 
 
+def preload():
+    """Import the ``kubernetes`` library now if it is installed (the controller's action plugins do, so that the
+    worker processes Ansible forks for each task inherit it); a missing library is reported when a client is made."""
+    try:
+        _import_kubernetes()
+    except ToolError:
+        pass
+
+
 class KubeClient:
     """A small, typed-by-convention wrapper: objects in and out are plain dicts."""
 

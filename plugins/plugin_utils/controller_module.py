@@ -1,0 +1,142 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller-side execution of the collection's cluster-facing modules.
+
+Private to the collection: not a public API.
+
+Each cluster-facing module (helm_pinned_release, manifests, nic_cluster_policy, mig_profile, node_labels, ...) has
+an action plugin of the same name, a subclass of ``ControllerModule`` naming the module. A task that uses the
+module runs the module's ``call()`` here, in Ansible's worker process on the controller: the options are checked
+against the module's own argument spec (the same types, defaults, aliases, choices, environment fallbacks and
+``no_log``), check and diff mode come from the task, and errors become the same failed results the module gives.
+
+What that saves, per task (bench/site_noop.py): no module zip sent and unpacked, no new Python interpreter, no
+``ansible.module_utils.basic`` and ``kubernetes`` imports. Ansible's linear strategy loads an action plugin's class
+in the main process before it forks the task's worker, so the ``kubernetes`` library imported below is imported
+once per ``ansible-playbook`` run and every later task's worker inherits it.
+
+What changes compared with a module: the work runs on the controller whatever host the task targets, so
+``kubeconfig``, ``ca_cert``, ``render_to`` and ``binary_path`` are the controller's paths and the ``K8S_AUTH_*``
+fallbacks are read from the controller's environment (and the task's ``environment:``). That is where the
+collection's cluster plays run anyway (``k8s_api`` is ``connection: local``), and where AWX injects its
+Kubernetes credential.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.common.parameters import remove_values
+from ansible.module_utils.errors import UnsupportedError
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import kube
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.ansible_run import outcome
+
+kube.preload()
+
+
+class ControllerRuntime:
+    """The controller's runtime for a module's ``call()``: a private folder (0700, removed after the task) for
+    credential files, and programs started with the task's environment plus ``env``."""
+
+    def __init__(self, environment):
+        self._environment = environment
+        self._tmpdir = None
+
+    @property
+    def tmpdir(self):
+        if self._tmpdir is None:
+            self._tmpdir = tempfile.mkdtemp(prefix="gpu-platform-")
+        return self._tmpdir
+
+    def run_command(self, argv, env=None):
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
+                              env=dict(self._environment, **(env or {})))
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def cleanup(self):
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+
+def plain(value):
+    """The task's arguments as a module receives them: plain dicts, lists, strings and numbers (Ansible's templated
+    values carry tags, and subclass the builtin types, which YAML and JSON writers refuse or keep)."""
+    if isinstance(value, dict):
+        return {plain(key): plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [plain(item) for item in value]
+    for kind in (bool, int, float, str, bytes):
+        if isinstance(value, kind):
+            return kind(value)
+    return value
+
+
+def validate(module, name, args, environment):
+    """The module's argument spec applied to the task's ``args`` as AnsibleModule would (``name``: the module's name
+    as the task gave it, for the messages), with the environment fallbacks read from ``environment``: (params, no_log values, error message or None, warnings)."""
+    saved = dict(os.environ)
+    os.environ.update(environment)  # env_fallback reads os.environ; this worker process runs this one task
+    try:
+        validator = ArgumentSpecValidator(module.ARGUMENT_SPEC, **getattr(module, "SPEC_OPTIONS", {}))
+        result = validator.validate(plain(args))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    warnings = ["Both option %s and its alias %s are set." % (item["option"], item["alias"])
+                for item in result._warnings]  # pylint: disable=protected-access
+    no_log = result._no_log_values  # pylint: disable=protected-access
+    if result.error_messages:
+        error = result.errors[0]
+        msg = result.errors.msg
+        if isinstance(error, UnsupportedError):  # worded as AnsibleModule words it
+            msg = "Unsupported parameters for (%s) module: %s" % (name, msg)
+        return None, no_log, msg, warnings
+    return result.validated_parameters, no_log, None, warnings
+
+
+class ControllerModule(ActionBase):
+    """Runs ``MODULE.call()`` in the controller process. ``MODULE`` is the module (plugins/modules/NAME.py): its
+    ``ARGUMENT_SPEC``, optional ``SPEC_OPTIONS`` (mutually_exclusive, ...) and ``call(params, check_mode,
+    runtime)``."""
+
+    MODULE = None
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def _environment(self):
+        """The controller's environment plus the task's ``environment:`` keyword (templated, later entries win)."""
+        environment = dict(os.environ)
+        for entry in self._task.environment or []:
+            entry = self._templar.template(entry)
+            if isinstance(entry, dict):
+                environment.update({str(key): str(value) for key, value in entry.items()})
+        return environment
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        name = self._task.action
+        environment = self._environment()
+        params, no_log, error, warnings = validate(self.MODULE, name, self._task.args, environment)
+        if error:
+            outcome_ = {"failed": True, "msg": error}
+        else:
+            runtime = ControllerRuntime(environment)
+            try:
+                outcome_ = outcome(name, lambda: self.MODULE.call(params, bool(self._task.check_mode), runtime))
+            finally:
+                runtime.cleanup()
+            outcome_["invocation"] = {"module_args": params}
+        warnings = warnings + list(outcome_.pop("warnings", []))
+        if warnings:
+            outcome_["warnings"] = warnings
+        result.update(remove_values(outcome_, no_log))
+        return result
