@@ -176,6 +176,22 @@ def task_counts(output):
     return ran, modules
 
 
+def slowest_tasks(output, count):
+    """The ``count`` tasks that took longest, as (seconds, action, task name), longest first."""
+    from datetime import datetime  # pylint: disable=import-outside-toplevel
+    out = []
+    for play in json.loads(output)["plays"]:
+        for task in play["tasks"]:
+            span = task["task"].get("duration") or {}
+            if not span.get("end"):
+                continue
+            seconds = (datetime.fromisoformat(span["end"].replace("Z", "+00:00"))
+                       - datetime.fromisoformat(span["start"].replace("Z", "+00:00"))).total_seconds()
+            actions = {res.get("action", "") for res in task["hosts"].values()}
+            out.append((seconds, ",".join(sorted(a for a in actions if a)), task["task"]["name"]))
+    return sorted(out, reverse=True)[:count]
+
+
 def changed_tasks(output):
     data = json.loads(output)
     return ["%s (%s)" % (task["task"]["name"], host) for play in data["plays"] for task in play["tasks"]
@@ -201,7 +217,7 @@ def environment(directory, bindir):
     return env
 
 
-def measure_direct(nodes, runs, smoke, charts, show_writes=False):
+def measure_direct(nodes, runs, smoke, charts, show_writes=False, slowest=0):
     with tempfile.TemporaryDirectory(prefix="site-noop-") as tmp:
         api, repo = cluster(nodes, charts)
         try:
@@ -221,6 +237,8 @@ def measure_direct(nodes, runs, smoke, charts, show_writes=False):
                     sys.exit("the no-op run at %d nodes was not a no-op (failures %d, changed %d): %s"
                              % (nodes, failures, changed, changed_tasks(output)[:20]))
                 helm = collections.Counter(log.read_text().split())
+                for seconds, action, name in slowest_tasks(output, slowest):
+                    print("  %d nodes, no-op task %.2f s  %s  %s" % (nodes, seconds, action, name))
                 samples.append((elapsed, verbs(api.request_log), helm, task_counts(output)))
                 if show_writes:
                     for entry in api.request_log:
@@ -264,6 +282,7 @@ def main():
     parser.add_argument("--smoke", action="store_true", help="keep the smoke tests on")
     parser.add_argument("--render", action="store_true", help="also the offline render-mode (make demo) no-op")
     parser.add_argument("--show-writes", action="store_true", help="print each write request of the no-op runs")
+    parser.add_argument("--slowest", type=int, default=0, metavar="N", help="print the N slowest tasks of each no-op run")
     args = parser.parse_args()
     print("site.yml direct mode, second run (no-op), median of %d; smoke tests %s" % (
         args.runs, "on" if args.smoke else "off"))
@@ -274,7 +293,7 @@ def main():
         cache = ChartCache(charts_dir)
         charts = [cache.get(FIXTURE_CHARTS_DIR / name, version=version) for name, version in CHARTS]
         for nodes in args.nodes:  # each row as soon as its size is measured (1,000 nodes takes a while)
-            row = measure_direct(nodes, args.runs, args.smoke, charts, args.show_writes)
+            row = measure_direct(nodes, args.runs, args.smoke, charts, args.show_writes, args.slowest)
             req = row["requests"]
             helm = ", ".join("%s %d" % item for item in sorted(row["helm"].items())) or "0"
             print("| %d | %.1f s | %.1f s | %.1f s | %.2fx | 0 | %d (%d) | %d | %d | %d | %d | %d | %d (%s) |" % (

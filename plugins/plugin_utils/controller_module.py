@@ -13,8 +13,9 @@ against the module's own argument spec (the same types, defaults, aliases, choic
 
 What that saves, per task (bench/site_noop.py): no module zip sent and unpacked, no new Python interpreter, no
 ``ansible.module_utils.basic`` and ``kubernetes`` imports. Ansible's linear strategy loads an action plugin's class
-in the main process before it forks the task's worker, so the ``kubernetes`` library imported below is imported
-once per ``ansible-playbook`` run and every later task's worker inherits it.
+in the main process before it forks the task's worker, so what this file imports when it is loaded (``preload``:
+the ``kubernetes`` library, and the collection's filter plugins with the domain code under them) is imported once
+per ``ansible-playbook`` run, and the worker of every later task inherits it instead of importing it again.
 
 What changes compared with a module: the work runs on the controller whatever host the task targets, so
 ``kubeconfig``, ``ca_cert``, ``render_to`` and ``binary_path`` are the controller's paths and the ``K8S_AUTH_*``
@@ -25,7 +26,9 @@ Kubernetes credential.
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 import shutil
 import subprocess
 import tempfile
@@ -38,7 +41,21 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import kube
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.ansible_run import outcome
 
-kube.preload()
+
+
+def preload():
+    """Import the ``kubernetes`` library and every filter plugin of the collection (see the module's docstring).
+    A filter that fails to import is left for Ansible to report when a task uses it."""
+    kube.preload()
+    package = "ansible_collections.gpu_platform.cluster.plugins.filter"
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        try:
+            importlib.import_module("%s.%s" % (package, info.name))
+        except Exception:  # pylint: disable=broad-exception-caught  # reported where the filter is used, not here
+            pass
+
+
+preload()
 
 
 class ControllerRuntime:

@@ -221,6 +221,11 @@ class KubeClient:
         except self._exceptions.DynamicApiError as exc:
             raise ToolError("get %s %s failed: %s %s" % (kind, name, exc.status, _api_message(exc)), status=exc.status)
 
+    def version(self):
+        """The API server's /version document (gitVersion, major, minor, platform ...), from discovery."""
+        with self._transport("read the server's version"):
+            return dict((self._dyn.version or {}).get("kubernetes") or {})
+
     def list(self, api_version, kind, namespace=None, label_selector=None, field_selector=None):
         res = self.resource(api_version, kind)
         result = self._call("list %s" % kind, res.get, namespace=namespace,

@@ -1,0 +1,41 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""params -> reads -> result for cluster_read.
+
+Private to the collection: not a public API. The server's version from discovery (no extra request when the
+discovery cache is warm), and objects by name or by one list with selectors; a kind the cluster does not serve is
+an empty answer with ``api_found: false``, as kubernetes.core.k8s_info gives it.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+
+
+def run(params, kube_factory):
+    """The cluster_read module: nothing is written, so check mode reads the same."""
+    kind = params.get("kind")
+    if not kind and not params.get("version"):
+        raise ParamError("kind", "is not set and version is false, so there is nothing to read",
+                         "give the kind of the objects to read, or version: true")
+    if params.get("name") and (params.get("label_selectors") or params.get("field_selectors")):
+        raise ParamError("name", "is set together with selectors", "read one object by name, or a list by selectors")
+    kube = kube_factory()
+    result = {"changed": False}
+    if params.get("version"):
+        result["version"] = {"server": {"kubernetes": kube.version()}}
+    if kind:
+        api_version = params.get("api_version") or "v1"
+        if not kube.serves(api_version, kind):
+            result.update(api_found=False, resources=[])
+            return result
+        if params.get("name"):
+            found = kube.get(api_version, kind, params["name"], namespace=params.get("namespace"))
+            resources = [found] if found else []
+        else:
+            resources = kube.list(api_version, kind, namespace=params.get("namespace"),
+                                  label_selector=",".join(params.get("label_selectors") or []) or None,
+                                  field_selector=",".join(params.get("field_selectors") or []) or None)
+        result.update(api_found=True, resources=resources)
+    return result
