@@ -49,6 +49,14 @@ demo: setup
 lint: setup
 	ansible-lint --profile production
 
+# The inner loop (docs/testing.md), under 2 minutes here: lint of the files that differ from HEAD, then the unit,
+# schema and docs tests on both cores. .pre-commit-config.yaml runs the same before each commit. The full gate is
+# make test.
+.PHONY: check
+check: venv collection shared-check
+	python scripts/check_changed.py
+	pytest -q -p no:cacheprovider -n 2 tests/unit tests/schema tests/docs
+
 # checkov's Kubernetes checks on the demo bundle (build/platform), in a virtualenv of its own (its pins would
 # fight the collection's); every finding left is listed with its reason in tests/security/checkov_accepted.yml.
 CHECKOV_VERSION := 3.3.30

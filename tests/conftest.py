@@ -19,3 +19,15 @@ def shared_dir():
     if not os.path.isdir(os.path.join(SHARED, "upstream")):
         pytest.fail("../shared/upstream is missing beside the repository root (%s)" % SHARED)
     return SHARED
+
+
+# The local control planes (tests/local_cluster.py) live in fixed folders under build/ and are started once per
+# session: under pytest-xdist (make test runs two workers) every test that uses one goes to the same worker, so one
+# worker starts each cluster and no two tests share one at the same time.
+CLUSTER_FIXTURES = {"local_cluster", "local_cluster_gitops"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if CLUSTER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("local-control-plane"))

@@ -5,26 +5,21 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import host_driver, peermem
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import user_errors
 
 
+@user_errors
 def host_driver_plan(os_info, settings, installed=None):
-    try:
-        return host_driver.plan(os_info, settings, installed)
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return host_driver.plan(os_info, settings, installed)
 
 
+@user_errors
 def peermem_daemonset(namespace, image, module="nvidia-peermem", node_selector=None, image_pull_secrets=None):
-    try:
-        return peermem.daemonset(namespace, image, module, node_selector, image_pull_secrets)
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return peermem.daemonset(namespace, image, module, node_selector, image_pull_secrets)
 
 
+@user_errors
 def peermem_loader_ready(daemonset, nodes, node_selector=None):
     return peermem.loader_ready(daemonset, nodes, node_selector)
 

@@ -5,32 +5,27 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade, gpu_operator
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import user_errors
 
 
+@user_errors
 def gpu_operator_values(settings):
-    try:
-        return gpu_operator.build_values(settings)
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return gpu_operator.build_values(settings)
 
 
+@user_errors
 def gpu_operator_driver_upgrade_policy(policy):
     """The chart's driver.upgradePolicy from the role variable (chart defaults for keys left out)."""
-    try:
-        return driver_upgrade.check_policy(policy)
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return driver_upgrade.check_policy(policy)
 
 
+@user_errors
 def kube_version_at_least(actual, minimum):
-    try:
-        return gpu_operator.version_at_least(actual, minimum)
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return gpu_operator.version_at_least(actual, minimum)
+
+
+unready_daemonsets = user_errors(gpu_operator.unready_daemonsets)
 
 
 class FilterModule:
@@ -41,5 +36,5 @@ class FilterModule:
             "gpu_operator_values": gpu_operator_values,
             "gpu_operator_driver_upgrade_policy": gpu_operator_driver_upgrade_policy,
             "kube_version_at_least": kube_version_at_least,
-            "unready_daemonsets": gpu_operator.unready_daemonsets,
+            "unready_daemonsets": unready_daemonsets,
         }

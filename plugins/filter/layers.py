@@ -5,99 +5,74 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    dra, monitoring, scheduling, sharing, smoke, validate)
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+    dra, monitoring_plan, objects, scheduling, sharing_plan, smoke)
+from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import user_errors
 
 
+@user_errors
 def scheduling_plan(spec, scheduler):
-    try:
-        return scheduling.plan(spec, scheduler)
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return scheduling.plan(spec, scheduler)
 
 
+@user_errors
 def monitoring_objects(namespace, thresholds=None, release_label=None, interval="15s", service_monitor=True):
     """The DCGM exporter's ServiceMonitor (when wanted) and the GPU PrometheusRule."""
-    try:
-        objects = [monitoring.service_monitor(namespace, release_label or None, interval)] if service_monitor else []
-        return objects + [monitoring.prometheus_rule(namespace, thresholds or None, release_label or None)]
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return monitoring_plan.objects(namespace, thresholds, release_label, interval, service_monitor)
 
 
+@user_errors
 def monitoring_dashboard(namespace, labels=None, thresholds=None, datasource_uid=None):
     """The ConfigMap with the DCGM Grafana dashboard, labelled for Grafana's dashboard sidecar."""
-    try:
-        dashboard = monitoring.grafana_dashboard(datasource_uid or None, thresholds=thresholds or None)
-        return monitoring.dashboard_config_map(namespace, dashboard, labels)
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return monitoring_plan.dashboard(namespace, labels, thresholds, datasource_uid)
 
 
+@user_errors
 def dra_driver_values(settings):
-    try:
-        return dra.values(settings)
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return dra.values(settings)
 
 
+@user_errors
 def dra_driver_check(kubernetes_version, driver_version, driver_owner):
     """Warning lines; fails below the floors (Kubernetes 1.34, driver 580)."""
-    try:
-        return dra.check_supported(kubernetes_version, driver_version, driver_owner)
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return dra.check_supported(kubernetes_version, driver_version, driver_owner)
 
 
+@user_errors
 def dra_driver_gpu_operator_values(enabled):
     """The GPU Operator values the DRA path needs ({} when DRA is off)."""
-    return dra.gpu_operator_values() if enabled else {}
+    return dra.gpu_operator_values_when(enabled)
 
 
+@user_errors
 def dra_driver_node_labels(gpus_enabled=True):
     return dra.node_labels(gpus_enabled)
 
 
+@user_errors
 def namespace_objects(names, labels=None):
     """Namespace objects for ``names`` (each checked as a DNS-1123 label), with ``labels``."""
-    try:
-        out = []
-        for index, name in enumerate(names or []):
-            validate.dns_label("namespaces[%d]" % index, name)
-            meta = {"name": name}
-            if labels:
-                meta["labels"] = dict(labels)
-            out.append({"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
-        return out
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return objects.namespaces(names, labels)
 
 
+@user_errors
 def smoke_tests_plan(settings, sharing_pools=None, mig_config=None):
     """The smoke tests of the chosen layers (``domain.smoke.plan``), with the gpu_sharing pools validated first
     (against the sharing layer's custom mig-parted config, when it has one)."""
-    try:
-        pools = [dict(p.to_dict(), resource_name=p.resource_name)
-                 for p in sharing.validate_pools(sharing_pools or [], mig_config)]
-        return smoke.plan(dict(settings, sharing_pools=pools, mig_config=mig_config or None))
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return smoke.plan(dict(settings, sharing_pools=sharing_plan.pool_dicts(sharing_pools, mig_config),
+                           mig_config=mig_config or None))
 
 
+@user_errors
 def smoke_tests_collect(loop_results):
     """Verdicts and errors from a loop of smoke_test tasks (``domain.smoke.collect``)."""
     return smoke.collect(loop_results)
 
 
+@user_errors
 def smoke_tests_summary(results):
     """One line per layer and the verdict (``domain.smoke.summary``)."""
-    try:
-        return smoke.summary(results)
-    except ParamError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return smoke.summary(results)
 
 
 class FilterModule:

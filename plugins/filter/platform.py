@@ -1,117 +1,81 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_platform.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Platform-wide filters; the logic is in module_utils/domain (versions.py, bundle.py)."""
+"""Platform-wide filters; the logic is in module_utils/domain (versions.py, platform_support.py, platform_settings.py,
+bundle.py, images.py, node_labels.py)."""
 
 from __future__ import annotations
 
-import functools
 import glob
 import os
 
 import yaml
-from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    bundle, driver_upgrade, helm_release, images, node_labels, platform_support, validate, versions)
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError
+    bundle, images, node_labels, platform_settings, platform_support, versions)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
+from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import user_errors
 
 
+@user_errors(fields=lambda combo, fields=None: fields)
 def version_matrix_check(combo, fields=None):
     """Warnings for an unknown combination, [] for a known-good one; a known-broken one fails with its sources.
 
     ``fields`` maps combo keys to the variable names the user set, so a bad value is reported under its name.
     """
-    try:
-        return versions.assert_supported({k: v for k, v in combo.items() if v not in (None, "", [])})
-    except ParamError as exc:
-        name = (fields or {}).get(exc.field, exc.field)
-        raise AnsibleFilterError(name + exc.msg[len(exc.field):])
-    except GpuPlatformError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return versions.assert_supported(platform_support.judged_combo(combo))
 
 
+@user_errors(fields=lambda settings: settings.get("fields"))
 def platform_support_check(settings):
     """Preflight's verdict on the versions and the platform (Kubernetes, OS, runtime): the lines to print.
 
     ``settings``: ``combo`` and ``fields`` (as version_matrix_check), ``nodes`` (Node objects, direct mode) or
     ``inventory`` ({kubernetes, os, runtime}, render mode), ``cluster_version`` and ``accept``.
     """
-    try:
-        return platform_support.evaluate(settings.get("combo") or {}, settings.get("fields"),
-                                         settings.get("nodes"), settings.get("inventory"),
-                                         settings.get("cluster_version") or "", settings.get("accept", False))
-    except GpuPlatformError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return platform_support.evaluate(settings.get("combo") or {}, settings.get("nodes"), settings.get("inventory"),
+                                     settings.get("cluster_version") or "", settings.get("accept", False))
 
 
+@user_errors
 def kubernetes_floor(version, component="gpu_operator"):
     """The oldest Kubernetes minor the ``component`` release ``version`` is validated on ('' when unknown)."""
-    try:
-        return platform_support.kubernetes_floor(component, version)
-    except GpuPlatformError as exc:
-        raise AnsibleFilterError(exc.msg)
+    return platform_support.kubernetes_floor(component, version)
 
 
-def _user_errors(func):
-    """A filter whose ParamError (field, problem, fix) reaches the user as the task's message."""
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except ParamError as exc:
-            raise AnsibleFilterError(exc.msg)
-    return wrapper
-
-
-@_user_errors
+@user_errors
 def bundle_unit(root, unit):
     """The folder of a unit of the GitOps bundle ('' when nothing is rendered)."""
     return bundle.unit_dir(root, unit)
 
 
-@_user_errors
+@user_errors
 def gitops_layout(unit_files, fmt="flux", path="./platform", source=None, interval="10m"):
     """{relative path: object} for the bundle's kustomizations (and Flux Kustomizations) over its units."""
     return bundle.layout(unit_files, fmt, path, source or None, interval)
 
 
-@_user_errors
+@user_errors
 def image_mirror(reference, mirrors, field=images.FIELD):
     """``reference`` (an image or a repository) pulled from its registry's mirror; unchanged without one."""
     return images.mirror(reference, images.check_mirrors(mirrors, field))
 
 
-@_user_errors
+@user_errors
 def chart_image_mirrors(chart, mirrors, field=images.FIELD):
     """The chart values that move ``chart``'s images to the mirrors ({} without a mirror for them)."""
     return images.chart_values(chart, images.check_mirrors(mirrors, field))
 
 
-@_user_errors
+@user_errors
 def platform_check(settings):
-    """The platform-level settings checked in one pass, every error reported at once (playbooks/checks.yml):
-    ``gitops`` ({format, path, source} or None), ``mirrors``, ``charts``, ``pins`` with ``allow_image_overrides``,
-    and ``driver_upgrade_policy`` (None when unset). Returns what each check returned, by name."""
-    checks = {
-        "mirrors": lambda: images.check_all(settings.get("mirrors") or {}),
-        "charts": lambda: helm_release.check_chart_settings(settings.get("charts") or {}),
-        "pins": lambda: images.check_pins({k: tuple(v) for k, v in (settings.get("pins") or {}).items()},
-                                          settings.get("allow_image_overrides", False)),
-    }
-    gitops = settings.get("gitops")
-    if gitops:
-        checks["gitops"] = lambda: bundle.layout([], gitops.get("format") or "flux", gitops.get("path"),
-                                                 gitops.get("source") or None)
-    if settings.get("driver_upgrade_policy") is not None:
-        checks["driver_upgrade_policy"] = lambda: driver_upgrade.check_policy(settings["driver_upgrade_policy"])
-    names = sorted(checks)
-    return dict(zip(names, validate.every([checks[n] for n in names], "platform settings")))
+    """The platform-level settings checked in one pass, every error reported at once (playbooks/checks.yml);
+    see ``domain.platform_settings.check``."""
+    return platform_settings.check(settings)
 
 
-@_user_errors
-def node_label_patches(bundle_dir):
-    """The node_labels module's ``nodes`` entries from the ``*/*-node-labels.yaml`` files of a bundle's folder."""
+def _read_patch_files(bundle_dir):
+    """[(``<unit>/<file>``, its YAML documents)] for the ``*/*-node-labels.yaml`` files of a bundle's folder."""
     files = []
     try:
         for path in sorted(glob.glob(os.path.join(glob.escape(bundle_dir), "*", "*-node-labels.yaml"))):
@@ -119,9 +83,15 @@ def node_label_patches(bundle_dir):
                 name = os.path.join(os.path.basename(os.path.dirname(path)), os.path.basename(path))
                 files.append((name, list(yaml.safe_load_all(handle))))
     except (OSError, yaml.YAMLError) as exc:
-        raise AnsibleFilterError("node label patches: %s cannot be read (%s). Fix: point gpu_platform_bundle at the "
-                                 "folder site.yml rendered" % (getattr(exc, "filename", None) or "a file", exc))
-    return node_labels.from_patch_lists(files)
+        raise GpuPlatformError("node label patches: %s cannot be read (%s). Fix: point gpu_platform_bundle at the "
+                               "folder site.yml rendered" % (getattr(exc, "filename", None) or "a file", exc))
+    return files
+
+
+@user_errors
+def node_label_patches(bundle_dir):
+    """The node_labels module's ``nodes`` entries from the ``*/*-node-labels.yaml`` files of a bundle's folder."""
+    return node_labels.from_patch_lists(_read_patch_files(bundle_dir))
 
 
 class FilterModule:

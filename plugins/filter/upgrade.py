@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade
+from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import user_errors
 
 
+@user_errors
 def host_driver_upgrade_needed(gpu_host, plan):
     return driver_upgrade.host_upgrade_needed(gpu_host, plan)
 

@@ -9,6 +9,8 @@ Standard library only, no Ansible imports.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 
 class GpuPlatformError(Exception):
     """Base error: ``msg`` is what the user reads; ``details`` go into the failed result."""
@@ -25,6 +27,16 @@ class ParamError(GpuPlatformError):
     def __init__(self, field, problem, fix):
         super().__init__("%s: %s. Fix: %s" % (field, problem, fix), field=field)
         self.field = field
+        self.problem = problem
+        self.fix = fix
+
+    def renamed(self, fields):
+        """This error under the name the user knows its field by: ``fields`` maps a field (such as a key of the
+        version matrix's combination) to the user's variable. Itself when ``fields`` does not name the field."""
+        name = fields.get(self.field) if isinstance(fields, Mapping) else None
+        if not name or name == self.field:
+            return self
+        return ParamError(name, self.problem, self.fix)
 
 
 class Refusal(GpuPlatformError):

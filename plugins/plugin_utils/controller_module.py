@@ -11,7 +11,7 @@ module runs the module's ``call()`` here, in Ansible's worker process on the con
 against the module's own argument spec (the same types, defaults, aliases, choices, environment fallbacks and
 ``no_log``), check and diff mode come from the task, and errors become the same failed results the module gives.
 
-What that saves, per task (bench/site_noop.py): no module zip sent and unpacked, no new Python interpreter, no
+What that saves, per task (measured by the site no-op benchmark): no module zip sent and unpacked, no new Python interpreter, no
 ``ansible.module_utils.basic`` and ``kubernetes`` imports. Ansible's linear strategy loads an action plugin's class
 in the main process before it forks the task's worker, so what this file imports when it is loaded (``preload``:
 the ``kubernetes`` library, and the collection's filter plugins with the domain code under them) is imported once
@@ -40,7 +40,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import kube
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.ansible_run import outcome
-
+from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.data import plain
 
 
 def preload():
@@ -83,22 +83,11 @@ class ControllerRuntime:
             self._tmpdir = None
 
 
-def plain(value):
-    """The task's arguments as a module receives them: plain dicts, lists, strings and numbers (Ansible's templated
-    values carry tags, and subclass the builtin types, which YAML and JSON writers refuse or keep)."""
-    if isinstance(value, dict):
-        return {plain(key): plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [plain(item) for item in value]
-    for kind in (bool, int, float, str, bytes):
-        if isinstance(value, kind):
-            return kind(value)
-    return value
-
-
 def validate(module, name, args, environment):
     """The module's argument spec applied to the task's ``args`` as AnsibleModule would (``name``: the module's name
-    as the task gave it, for the messages), with the environment fallbacks read from ``environment``: (params, no_log values, error message or None, warnings)."""
+    as the task gave it, for the messages), with the environment fallbacks read from ``environment``.
+
+    Returns (params, no_log values, error message or None, warnings)."""
     saved = dict(os.environ)
     os.environ.update(environment)  # env_fallback reads os.environ; this worker process runs this one task
     try:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import dra, smoke
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import dra, smoke_objects
 from tests.local_cluster import kubectl
 
 pytestmark = pytest.mark.slow
@@ -18,12 +18,12 @@ IMAGE = "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"
 
 def pods():
     """Every Pod (or pod template, as a Pod) the platform's restricted workloads create, by name."""
-    out = {"cuda": smoke.cuda_pod(NAMESPACE, IMAGE)}
+    out = {"cuda": smoke_objects.cuda_pod(NAMESPACE, IMAGE)}
     out["dra"] = [o for o in dra.example_claim(NAMESPACE, image=IMAGE) if o["kind"] == "Pod"][0]
-    for obj in smoke.gang_job("kai", NAMESPACE, IMAGE, replicas=2, queue="team-a"):
+    for obj in smoke_objects.gang_job("kai", NAMESPACE, IMAGE, replicas=2, queue="team-a"):
         if obj["kind"] == "Pod":
             out["gang-kai-" + obj["metadata"]["name"][-1]] = obj
-    [volcano] = smoke.gang_job("volcano", NAMESPACE, IMAGE, replicas=2)
+    [volcano] = smoke_objects.gang_job("volcano", NAMESPACE, IMAGE, replicas=2)
     template = volcano["spec"]["tasks"][0]["template"]
     out["gang-volcano"] = {"apiVersion": "v1", "kind": "Pod",
                            "metadata": {"name": "gang-volcano", "namespace": NAMESPACE,

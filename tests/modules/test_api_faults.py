@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import kube
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import kube_retry
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 
@@ -59,7 +59,7 @@ def test_retry_after_is_honoured(api, client):
 
 
 def test_a_long_retry_after_is_capped(monkeypatch, api, client):
-    monkeypatch.setattr(kube, "RETRY_AFTER_MAX", 1.0)
+    monkeypatch.setattr(kube_retry, "RETRY_AFTER_MAX", 1.0)
     fresh = KubeClient(kubeconfig=api.kubeconfig)  # the policy is made with the client
     api.inject("GET", CM + "/c$", {"status": 429, "retry_after": 3600})
     started = time.monotonic()
@@ -87,14 +87,14 @@ def test_a_fault_that_persists_ends_in_one_clear_error(api, client):
     with pytest.raises(ToolError) as err:
         client.get("v1", "ConfigMap", "c", "default")
     assert err.value.msg.startswith("get ConfigMap c failed: 503")
-    assert len(attempts(api, "GET", CM + "/c")) == kube.RETRIES + 1, "bounded"
+    assert len(attempts(api, "GET", CM + "/c")) == kube_retry.RETRIES + 1, "bounded"
 
 
 def test_a_server_that_never_answers_times_out_with_a_message(api, client):
-    api.inject("GET", CM + "/c$", *[{"delay": 3}] * (kube.RETRIES + 1))
+    api.inject("GET", CM + "/c$", *[{"delay": 3}] * (kube_retry.RETRIES + 1))
     with pytest.raises(ToolError) as err:
         client.get("v1", "ConfigMap", "c", "default")
-    assert "did not answer after %d attempts" % (kube.RETRIES + 1) in err.value.msg
+    assert "did not answer after %d attempts" % (kube_retry.RETRIES + 1) in err.value.msg
     assert api.url in err.value.msg and "api_read_timeout (now 2s)" in err.value.msg
 
 
@@ -122,4 +122,4 @@ def test_bad_time_outs_are_refused(api, value):
 
 
 def test_the_worst_case_is_bounded():
-    assert kube.worst_case_seconds(10, 60) == 5 * 70 + 4 * 30
+    assert kube_retry.worst_case_seconds(10, 60) == 5 * 70 + 4 * 30

@@ -60,6 +60,20 @@ def test_a_kind_the_cluster_does_not_serve_is_an_empty_answer(api):
     assert not failed and result["api_found"] is False and result["resources"] == []
 
 
+def test_a_list_answered_404_is_a_kind_no_longer_served(api):
+    # the discovery cache still names the kind; its CRD was deleted since (an uninstall run again)
+    api.inject("GET", "/apis/nvidia.com/v1/clusterpolicies$", {"status": 404})
+    failed, result = read(api, api_version="nvidia.com/v1", kind="ClusterPolicy")
+    assert not failed, result.get("msg")
+    assert result["api_found"] is False and result["resources"] == []
+
+
+def test_other_errors_of_a_list_fail_with_the_apis_answer(api):
+    api.inject("GET", "/api/v1/nodes$", *[{"status": 403}])
+    failed, result = read(api, kind="Node")
+    assert failed and result["msg"].startswith("list Node failed: 403")
+
+
 @pytest.mark.parametrize("params, message", [
     ({}, "kind: is not set and version is false, so there is nothing to read. Fix: give the kind"),
     ({"kind": "Node", "name": "a", "label_selectors": ["x=y"]}, "name: is set together with selectors"),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import kube
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import kube, kube_wait
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ToolError
 from tests.fakes.clock import FakeClock
 
@@ -101,9 +101,9 @@ def test_wait_for_with_injected_clock_times_out_with_description():
         seen.append(clock.time())
         return {"state": "notReady"}
 
-    with pytest.raises(kube.WaitTimeout) as err:
-        kube.wait_for(fetch, lambda v: v["state"] == "ready", timeout=10, clock=clock, interval=2,
-                      describe=lambda v: "state is %s" % v["state"])
+    with pytest.raises(kube_wait.WaitTimeout) as err:
+        kube_wait.wait_for(fetch, lambda v: v["state"] == "ready", timeout=10, clock=clock, interval=2,
+                           describe=lambda v: "state is %s" % v["state"])
     assert "timed out after 10s: state is notReady" in err.value.msg
     assert len(seen) == 6  # t=0,2,4,6,8,10 without any real sleeping
     assert err.value.details["last"] == {"state": "notReady"}
@@ -112,7 +112,7 @@ def test_wait_for_with_injected_clock_times_out_with_description():
 def test_wait_for_returns_when_ready():
     clock = FakeClock()
     values = iter([{"s": 1}, {"s": 2}, {"s": 3}])
-    assert kube.wait_for(lambda: next(values), lambda v: v["s"] == 3, timeout=60, clock=clock) == {"s": 3}
+    assert kube_wait.wait_for(lambda: next(values), lambda v: v["s"] == 3, timeout=60, clock=clock) == {"s": 3}
 
 
 def test_apply_objects_writes_only_what_changes(client, fake_api):

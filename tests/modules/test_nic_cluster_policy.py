@@ -163,11 +163,11 @@ def test_render_to_validates_and_is_idempotent(tmp_path, shared_dir, mode, extra
 
 def test_examples_validate_and_the_render_example_runs(tmp_path, shared_dir, monkeypatch):
     from ansible_collections.gpu_platform.cluster.plugins.modules import nic_cluster_policy as mod
-    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy_validate
     tasks = [t["gpu_platform.cluster.nic_cluster_policy"] for t in yaml.safe_load(mod.EXAMPLES)
              if "gpu_platform.cluster.nic_cluster_policy" in t]
     for params in tasks:
-        nic_policy.build_request(params)
+        nic_policy_validate.build_request(params)
     rendered = [p for p in tasks if "render_to" in p]
     assert rendered
     # What the module passes to AnsibleModule.warn, caught there: where ansible-core files a warning

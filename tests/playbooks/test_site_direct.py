@@ -27,9 +27,9 @@ def test_install_wait_smoke_then_idempotent_then_check_mode(direct_site):
     gang = [w for w in api.writes() if w["method"] in ("POST", "PATCH") and "/jobs/gpu-platform-smoke-gang" in w["path"]]
     assert gang and api.store.list("batch.volcano.sh/v1alpha1", "Job", "gpu-platform-smoke") == []
     summary = first.result("What was written and which versions are pinned")["msg"]
-    assert summary[0] == "Delivery: direct install on the cluster"
-    assert "gpu-operator chart = gpu-operator v26.3.3" in summary[2]
-    assert summary[-1] == "Smoke tests: gpu_operator: PASS; scheduling: PASS"
+    assert summary[0] == "The platform was installed directly on the cluster."
+    assert "gpu-operator chart gpu-operator v26.3.3" in summary[2]
+    assert summary[-1] == "Smoke tests passed for gpu_operator and scheduling."
 
     second = runner.run()
     assert second.failed == 0, second.failure_messages()
@@ -64,7 +64,7 @@ def test_host_mode_turns_the_operator_driver_off(direct_site):
     assert api.store.get("apps/v1", "DaemonSet", "nvidia-driver-daemonset", "gpu-operator") is None
     assert spec["dcgmExporter"]["enabled"] is False
     summary = result.result("What was written and which versions are pinned")["msg"]
-    assert "gpu-operator driver = host-installed (host)" in summary[2]
+    assert "gpu-operator driver host-installed (host)" in summary[2]
 
 
 def test_host_mode_refuses_the_operators_driver_pods_before_any_write(direct_site):

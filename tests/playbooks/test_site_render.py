@@ -54,8 +54,8 @@ def test_bundle_is_valid_idempotent_and_builds(render_site, shared_dir, fmt, kin
         else:
             crdschema.validate(obj)
     summary = first.result("What was written and which versions are pinned")["msg"]
-    assert summary[0].startswith("Delivery: GitOps bundle in %s (%s)" % (out, fmt))
-    assert summary[1].startswith("Units: gpu-operator,") and "gpu-operator v26.3.3" in summary[2]
+    assert summary[0].startswith("The platform was written as a GitOps bundle to %s for %s, in " % (out, {"flux": "Flux", "argocd": "Argo CD"}[fmt]))
+    assert "applied in this order: gpu-operator, " in summary[0] and "gpu-operator v26.3.3" in summary[2]
 
     second = runner.run()
     assert second.failed == 0 and second.changed == 0, second.changed_tasks()

@@ -22,7 +22,7 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import monitoring
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import monitoring, monitoring_metrics
 from tests.schema import crdschema
 
 NS = "gpu-operator"
@@ -185,7 +185,7 @@ def test_defaults_follow_the_gpu_operator_release_in_shared_upstream():
     with open(VALUES, encoding="utf-8") as handle:
         exporter = yaml.safe_load(handle)["dcgmExporter"]
     # the metric table was audited for this exporter image; a new pin means a new audit
-    assert exporter["version"].startswith(monitoring.DCGM_EXPORTER_VERSION + "-")
+    assert exporter["version"].startswith(monitoring_metrics.DCGM_EXPORTER_VERSION + "-")
     # same scrape interval as the operator's own ServiceMonitor
     assert monitoring.service_monitor(NS)["spec"]["endpoints"][0]["interval"] == exporter["serviceMonitor"]["interval"]
 

@@ -12,7 +12,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
+    nic_policy, nic_policy_render, nic_policy_validate)
 from tests.schema import crdschema
 
 
@@ -44,8 +45,8 @@ def _id(p):
 
 @pytest.mark.parametrize("p", COMBOS, ids=[_id(p) for p in COMBOS])
 def test_rendered_objects_validate_against_upstream_crds(p):
-    request = nic_policy.build_request(p)
-    objects = nic_policy.render(request)
+    request = nic_policy_validate.build_request(p)
+    objects = nic_policy_render.render(request)
     for obj in objects:
         crdschema.validate(obj)  # raises with every failing path
     for obj in objects[1:]:
@@ -59,13 +60,13 @@ def test_rendered_objects_validate_against_upstream_crds(p):
 def test_every_kind_is_covered():
     kinds = set()
     for p in COMBOS:
-        kinds.update(o["kind"] for o in nic_policy.render(nic_policy.build_request(p)))
+        kinds.update(o["kind"] for o in nic_policy_render.render(nic_policy_validate.build_request(p)))
     assert kinds == {"NicClusterPolicy", "IPPool", "IPoIBNetwork", "HostDeviceNetwork", "MacvlanNetwork"}
 
 
 def test_pool_and_policy_have_the_upstream_scope():
-    request = nic_policy.build_request(COMBOS[0])
-    for obj in nic_policy.render(request):
+    request = nic_policy_validate.build_request(COMBOS[0])
+    for obj in nic_policy_render.render(request):
         (version,) = crdschema.catalog().lookup(obj["apiVersion"], obj["kind"])
         assert ("namespace" in obj["metadata"]) is version.namespaced, obj["kind"]
 

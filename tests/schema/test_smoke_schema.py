@@ -22,7 +22,7 @@ import pytest
 import yaml
 from kubernetes import client as k8s_client
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke, smoke_nccl
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke_nccl, smoke_objects
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke as smoke_workflow
 from tests.schema import crdschema
 
@@ -91,12 +91,12 @@ CUDA_RESOURCES = [None, {"nvidia.com/gpu": 2}, {"nvidia.com/mig-1g.10gb": 1}, {"
 
 @pytest.mark.parametrize("resources", CUDA_RESOURCES, ids=str)
 def test_cuda_pod_is_a_valid_pod(resources):
-    check_pod(smoke.cuda_pod(NS, CUDA_IMAGE, resources))
+    check_pod(smoke_objects.cuda_pod(NS, CUDA_IMAGE, resources))
 
 
 @pytest.mark.parametrize("device_class", ["gpu.nvidia.com", "mig.nvidia.com"])
 def test_dra_objects_are_valid_resource_v1_objects(device_class):
-    template, pod = smoke.dra_claim_pod(NS, CUDA_IMAGE, device_class)
+    template, pod = smoke_objects.dra_claim_pod(NS, CUDA_IMAGE, device_class)
     assert round_trip(template, "V1ResourceClaimTemplate") == template
     check_pod(pod)
 
@@ -104,7 +104,7 @@ def test_dra_objects_are_valid_resource_v1_objects(device_class):
 def test_dra_template_uses_the_v1_request_shape():
     """``exactly.deviceClassName`` is the v1 (and v1beta2) shape; v1beta1 had deviceClassName on the request,
     so the v1beta1 model drops it: the template is written for resource.k8s.io/v1 as its apiVersion says."""
-    template = smoke.dra_claim_pod(NS, CUDA_IMAGE)[0]
+    template = smoke_objects.dra_claim_pod(NS, CUDA_IMAGE)[0]
     assert template["apiVersion"] == "resource.k8s.io/v1"
     assert not survives_round_trip(template, "V1beta1ResourceClaimTemplate")
 
@@ -112,13 +112,13 @@ def test_dra_template_uses_the_v1_request_shape():
 @pytest.mark.parametrize("replicas", [2, 5])
 @pytest.mark.parametrize("queue", ["default", "team-a.training"])
 def test_volcano_gang_job_is_valid(replicas, queue):
-    (job,) = smoke.gang_job("volcano", NS, CUDA_IMAGE, replicas=replicas, queue=queue)
+    (job,) = smoke_objects.gang_job("volcano", NS, CUDA_IMAGE, replicas=replicas, queue=queue)
     check_volcano_job(job)
 
 
 @pytest.mark.parametrize("replicas", [2, 5])
 def test_kai_gang_objects_are_valid(replicas):
-    group, *pods = smoke.gang_job("kai", NS, CUDA_IMAGE, replicas=replicas, queue="default-queue")
+    group, *pods = smoke_objects.gang_job("kai", NS, CUDA_IMAGE, replicas=replicas, queue="default-queue")
     assert podgroup_errors(group) == []
     for pod in pods:
         check_pod(pod)
@@ -155,7 +155,7 @@ def test_a_misspelt_volcano_job_field_is_caught():
 
 
 def test_a_misplaced_pod_field_is_caught():
-    pod = smoke.cuda_pod(NS, CUDA_IMAGE)
+    pod = smoke_objects.cuda_pod(NS, CUDA_IMAGE)
     bad = copy.deepcopy(pod)
     bad["spec"]["containers"][0]["limits"] = bad["spec"]["containers"][0].pop("resources")["limits"]
     assert not survives_round_trip(bad, "V1Pod")
@@ -167,7 +167,7 @@ def test_a_misplaced_pod_field_is_caught():
 
 
 def test_a_misspelt_claim_template_field_is_caught():
-    template = smoke.dra_claim_pod(NS, CUDA_IMAGE)[0]
+    template = smoke_objects.dra_claim_pod(NS, CUDA_IMAGE)[0]
     bad = copy.deepcopy(template)
     request = bad["spec"]["spec"]["devices"]["requests"][0]
     request["exactly"]["deviceClass"] = request["exactly"].pop("deviceClassName")
@@ -175,7 +175,7 @@ def test_a_misspelt_claim_template_field_is_caught():
 
 
 def test_a_bad_podgroup_is_caught():
-    group = smoke.gang_job("kai", NS, CUDA_IMAGE)[0]
+    group = smoke_objects.gang_job("kai", NS, CUDA_IMAGE)[0]
     bad = copy.deepcopy(group)
     bad["spec"]["minMembers"] = bad["spec"].pop("minMember")
     assert any("minMembers" in e for e in podgroup_errors(bad))

@@ -189,6 +189,8 @@ def test_gpu_operator_values():
     assert dra.gpu_operator_values() == {"driver": {"manager": {"env": [
         {"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": "nvidia.com/dra-kubelet-plugin"}]}}}
     assert dra.gpu_operator_values(disable_device_plugin=True)["devicePlugin"] == {"enabled": False}
+    assert dra.gpu_operator_values_when(True) == dra.gpu_operator_values()
+    assert dra.gpu_operator_values_when(False) == {}
 
 
 def test_the_three_sides_name_the_same_label():

@@ -5,6 +5,7 @@ import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_mode, gpu_operator
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade as du
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade_state as du_state
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 F = "gpu_operator_driver_upgrade_policy"
@@ -113,7 +114,7 @@ def test_a_bad_policy_is_refused_whoever_owns_the_driver():
 
 def node(name, state=None, unschedulable=False, **labels):
     if state is not None:
-        labels[du.STATE_LABEL] = state
+        labels[du_state.STATE_LABEL] = state
     return {"metadata": {"name": name, "labels": labels}, "spec": {"unschedulable": True} if unschedulable else {}}
 
 
@@ -144,17 +145,17 @@ def pod(node_name, generation="2", version="595.91.07"):
     ("", ""),
 ])
 def test_image_version(image, version):
-    assert du.image_version(image) == version
+    assert du_state.image_version(image) == version
 
 
 def test_gfd_version_current_and_older_labels():
-    assert du.gfd_version(node("a", **{du.GFD_FULL: "580.126.09"})) == "580.126.09"
-    assert du.gfd_version(node("a", **{"nvidia.com/cuda.driver-version.major": "580",
-                                       "nvidia.com/cuda.driver-version.minor": "126",
-                                       "nvidia.com/cuda.driver-version.revision": "09"})) == "580.126.09"
-    assert du.gfd_version(node("a", **{"nvidia.com/cuda.driver.major": "530", "nvidia.com/cuda.driver.minor": "41",
-                                       "nvidia.com/cuda.driver.rev": "03"})) == "530.41.03"
-    assert du.gfd_version(node("a")) == ""
+    assert du_state.gfd_version(node("a", **{du_state.GFD_FULL: "580.126.09"})) == "580.126.09"
+    assert du_state.gfd_version(node("a", **{"nvidia.com/cuda.driver-version.major": "580",
+                                             "nvidia.com/cuda.driver-version.minor": "126",
+                                             "nvidia.com/cuda.driver-version.revision": "09"})) == "580.126.09"
+    assert du_state.gfd_version(node("a", **{"nvidia.com/cuda.driver.major": "530", "nvidia.com/cuda.driver.minor": "41",
+                                             "nvidia.com/cuda.driver.rev": "03"})) == "530.41.03"
+    assert du_state.gfd_version(node("a")) == ""
 
 
 @pytest.mark.parametrize("ds, current, words", [
@@ -164,19 +165,19 @@ def test_gfd_version_current_and_older_labels():
     (daemonset(available=0), False, "0 of 2 pods available"),
 ])
 def test_daemonset_status(ds, current, words):
-    status = du.daemonset_status(ds)
+    status = du_state.daemonset_status(ds)
     assert status["current"] is current and words in status["not_current"]
     assert status["version"] == "595.91.07" and status["update_strategy"] == "OnDelete"
 
 
 def views(nodes, pods, dss):
-    return [du.node_view(n, pods, dss) for n in nodes]
+    return [du_state.node_view(n, pods, dss) for n in nodes]
 
 
 def test_done_needs_the_current_template_and_every_node_done():
     dss = [daemonset()]
     nodes = [node("a", "upgrade-done"), node("b", "upgrade-done")]
-    verdict = du.evaluate(views(nodes, [pod("a"), pod("b")], dss), dss, True, "595.91.07")
+    verdict = du_state.evaluate(views(nodes, [pod("a"), pod("b")], dss), dss, True, "595.91.07")
     assert verdict["done"] and verdict["pending"] == [] and verdict["version_mismatch"] == []
 
 
@@ -185,17 +186,17 @@ def test_a_changed_daemonset_whose_nodes_say_done_is_not_done():
     nodes = [node("a", "upgrade-done"), node("b", "upgrade-done")]
     vs = views(nodes, [pod("a"), pod("b")], dss)
     assert [v["pod_current"] for v in vs] == [False, False]
-    verdict = du.evaluate(vs, dss, True)
+    verdict = du_state.evaluate(vs, dss, True)
     assert not verdict["done"] and verdict["pending"] == ["a", "b"] and verdict["outdated"] == ["a", "b"]
-    assert "a upgrade-done" in du.progress(vs, verdict) and "0 of 2 pods run" in du.progress(vs, verdict)
+    assert "a upgrade-done" in du_state.progress(vs, verdict) and "0 of 2 pods run" in du_state.progress(vs, verdict)
 
 
 def test_failed_nodes_and_their_message():
     dss = [daemonset()]
     vs = views([node("a", "upgrade-failed", True), node("b", "upgrade-done")], [pod("a"), pod("b")], dss)
-    verdict = du.evaluate(vs, dss, True)
+    verdict = du_state.evaluate(vs, dss, True)
     assert verdict["failed"] == ["a"] and not verdict["done"]
-    msg = du.failed_message(vs, "gpu-operator")
+    msg = du_state.failed_message(vs, "gpu-operator")
     assert msg.startswith("GPU driver upgrade failed on a (driver pod gpu-operator/nvidia-driver-daemonset-a)")
     assert "kubectl label node a nvidia.com/gpu-driver-upgrade-state=upgrade-required --overwrite" in msg
 
@@ -203,33 +204,33 @@ def test_failed_nodes_and_their_message():
 def test_auto_upgrade_off_needs_no_state_labels_but_current_pods():
     dss = [daemonset()]
     vs = views([node("a"), node("b")], [pod("a"), pod("b")], dss)
-    assert du.evaluate(vs, dss, False)["done"]
-    assert not du.evaluate(vs, dss, True)["done"], "with autoUpgrade the operator labels every node"
+    assert du_state.evaluate(vs, dss, False)["done"]
+    assert not du_state.evaluate(vs, dss, True)["done"], "with autoUpgrade the operator labels every node"
     old = [daemonset(generation=3, observed=3, updated=0)]
-    verdict = du.evaluate(views([node("a")], [pod("a")], old), old, False)
+    verdict = du_state.evaluate(views([node("a")], [pod("a")], old), old, False)
     assert not verdict["done"] and verdict["outdated"] == ["a"]
-    assert "will not upgrade the driver on nodes by itself" in du.manual_message(verdict, "gpu-operator")
+    assert "will not upgrade the driver on nodes by itself" in du_state.manual_message(verdict, "gpu-operator")
 
 
 def test_expected_version_from_the_pod_else_gfd():
     dss = [daemonset()]
-    vs = views([node("a", "upgrade-done"), node("b", "upgrade-done", **{du.GFD_FULL: "595.91.07"})], [pod("a")], dss)
+    vs = views([node("a", "upgrade-done"), node("b", "upgrade-done", **{du_state.GFD_FULL: "595.91.07"})], [pod("a")], dss)
     assert [v["driver_version"] for v in vs] == ["595.91.07", "595.91.07"]
-    assert du.evaluate(vs, dss, True, "595.91.07")["done"]
-    verdict = du.evaluate(vs, dss, True, "595.100.05")
+    assert du_state.evaluate(vs, dss, True, "595.91.07")["done"]
+    verdict = du_state.evaluate(vs, dss, True, "595.100.05")
     assert not verdict["done"] and verdict["version_mismatch"] == ["a", "b"]
 
 
 def test_skipped_nodes_are_not_waited_for_and_their_old_pod_does_not_hold_the_daemonset():
     dss = [daemonset(updated=1)]
-    nodes = [node("a", "upgrade-done"), node("b", "", **{du.SKIP_LABEL: "true"})]
+    nodes = [node("a", "upgrade-done"), node("b", "", **{du_state.SKIP_LABEL: "true"})]
     vs = views(nodes, [pod("a"), pod("b", generation="1")], dss)
-    verdict = du.evaluate(vs, dss, True)
+    verdict = du_state.evaluate(vs, dss, True)
     assert verdict["done"] and vs[1]["skipped"]
 
 
 def test_tracker_records_transitions_and_finds_stuck_nodes():
-    tracker = du.Tracker(100.0)
+    tracker = du_state.Tracker(100.0)
     tracker.observe({"a": "upgrade-required", "b": "upgrade-required"}, 100.0)
     tracker.observe({"a": "cordon-required", "b": "upgrade-required"}, 110.0)
     tracker.observe({"a": "drain-required", "b": "upgrade-required"}, 120.0)
@@ -255,20 +256,20 @@ def test_tracker_records_transitions_and_finds_stuck_nodes():
     ("", "autoUpgrade"),
 ])
 def test_stuck_message_names_node_state_time_and_what_it_waits_for(state, words):
-    msg = du.stuck_message([("gpu-7", state, 905.4)], 900)
+    msg = du_state.stuck_message([("gpu-7", state, 905.4)], 900)
     assert "gpu-7 has been in %s for 905s" % (state or "no state label (not yet seen)") in msg
     assert words in msg and "stuck_timeout 900s" in msg
 
 
 def test_every_state_says_what_it_waits_for():
-    assert set(du.IN_PROGRESS) | {du.NOT_SEEN, du.DONE} == set(du.WAITS_FOR)
-    assert "node-maintenance-required" in du.IN_PROGRESS and "post-maintenance-required" in du.IN_PROGRESS
+    assert set(du_state.IN_PROGRESS) | {du_state.NOT_SEEN, du_state.DONE} == set(du_state.WAITS_FOR)
+    assert "node-maintenance-required" in du_state.IN_PROGRESS and "post-maintenance-required" in du_state.IN_PROGRESS
 
 
 def test_timeout_message_names_every_node_not_done():
     dss = [daemonset(updated=0)]
     vs = views([node("a", "cordon-required", True), node("b", "upgrade-required")], [pod("a", "1"), pod("b", "1")], dss)
-    msg = du.timeout_message(vs, du.evaluate(vs, dss, True), 3600)
+    msg = du_state.timeout_message(vs, du_state.evaluate(vs, dss, True), 3600)
     assert "did not finish within 3600s: a cordon-required; b upgrade-required" in msg
 
 

@@ -2,6 +2,7 @@
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import helm_release as d
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import helm_release_records as records
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 
 BASE = {
@@ -92,7 +93,7 @@ def test_merge_values_refuses_non_mapping():
     ("weird", "weird", ""),
 ])
 def test_split_chart_field(field, name, version):
-    assert d.split_chart_field(field) == (name, version)
+    assert records.split_chart_field(field) == (name, version)
 
 
 def deployed(status="deployed", chart="gpu-operator-v26.7.0", ns="gpu-operator", name="gpu-operator", revision="3"):
@@ -166,13 +167,13 @@ def test_plan_absent():
 
 def test_release_summary_from_list_entry_and_release_object():
     req = request()
-    assert d.release_summary(req, None) == {"name": "gpu-operator", "namespace": "gpu-operator", "status": "absent"}
+    assert records.release_summary(req, None) == {"name": "gpu-operator", "namespace": "gpu-operator", "status": "absent"}
     entry = dict(deployed(), app_version="v26.7.0")
-    assert d.release_summary(req, entry)["revision"] == 3
+    assert records.release_summary(req, entry)["revision"] == 3
     full = {"name": "gpu-operator", "namespace": "gpu-operator", "version": 4, "info": {"status": "deployed"},
             "chart": {"metadata": {"name": "gpu-operator", "version": "v26.7.0", "appVersion": "v26.7.0"}}}
-    assert d.release_summary(req, full) == {"name": "gpu-operator", "namespace": "gpu-operator", "chart": "gpu-operator",
-                                            "version": "v26.7.0", "app_version": "v26.7.0", "revision": 4, "status": "deployed"}
+    assert records.release_summary(req, full) == {"name": "gpu-operator", "namespace": "gpu-operator", "chart": "gpu-operator",
+                                                  "version": "v26.7.0", "app_version": "v26.7.0", "revision": 4, "status": "deployed"}
 
 
 def release_secret(name, namespace, version, status, chart="gpu-operator", chart_version="v26.7.0", config=None,
@@ -200,7 +201,7 @@ def test_releases_from_secrets_are_helm_list_and_get_values():
         release_secret("old", "tools", 3, "superseded", chart="old", chart_version="1.0.0"),
         release_secret("x", "tools", 1, "deployed", kind="Opaque"),
     ]
-    entries, values = d.releases_from_secrets(secrets)
+    entries, values = records.releases_from_secrets(secrets)
     assert entries == [
         {"name": "gpu-operator", "namespace": "gpu-operator", "revision": "2", "status": "deployed",
          "chart": "gpu-operator-v26.7.0", "app_version": "v26.7.0", "updated": "2026-11-24T00:00:00Z"},
@@ -209,7 +210,7 @@ def test_releases_from_secrets_are_helm_list_and_get_values():
     ], "latest revision per release; a release whose latest revision is superseded is not listed, nor a non-release"
     assert values == {("gpu-operator", "gpu-operator"): {"driver": {"enabled": False}}, ("kueue-system", "kueue"): {}}
     # the entries feed the same plan as helm's own JSON
-    plan = d.plan_present(request(), d.find_release(entries, "gpu-operator", "gpu-operator"),
+    plan = d.plan_present(request(), records.find_release(entries, "gpu-operator", "gpu-operator"),
                           values[("gpu-operator", "gpu-operator")])
     assert plan.action == "upgrade" and plan.reasons == ["values differ"]
 
@@ -218,8 +219,8 @@ def test_releases_from_secrets_are_helm_list_and_get_values():
 def test_a_release_record_helm_did_not_write_is_refused(data):
     secret = {"metadata": {"name": "sh.helm.release.v1.a.v1", "namespace": "n"}, "type": "helm.sh/release.v1",
               "data": {"release": data}}
-    with pytest.raises(d.BadReleaseRecord):
-        d.releases_from_secrets([secret])
+    with pytest.raises(records.BadReleaseRecord):
+        records.releases_from_secrets([secret])
 
 
 def test_the_reader_is_helm_for_other_storage_drivers_and_unreadable_records():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import images, nic_policy
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import images, nic_policy_render, nic_policy_validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 MIRRORS = {"nvcr.io": "harbor.example.com/nvcr", "docker.io": "harbor.example.com:8443/hub"}
@@ -91,8 +91,8 @@ def test_mirror_image_checks_the_pin_first():
 def test_the_nic_cluster_policy_pulls_every_component_from_the_mirror_with_the_same_versions():
     params = {"mode": "rdma_shared", "network_operator_version": "26.4.1", "ip_range": "192.168.100.0/24",
               "selectors": {"vendors": ["15b3"], "interfaces": ["ibs1f0"]}}
-    plain = nic_policy.render_policy(nic_policy.build_request(params))
-    mirrored = nic_policy.render_policy(nic_policy.build_request(dict(params, image_mirrors={
+    plain = nic_policy_render.render_policy(nic_policy_validate.build_request(params))
+    mirrored = nic_policy_render.render_policy(nic_policy_validate.build_request(dict(params, image_mirrors={
         "nvcr.io": "harbor.example.com/nvcr"})))
     components = [k for k, v in plain["spec"].items() if isinstance(v, dict) and "repository" in v]
     components += ["secondaryNetwork." + k for k in plain["spec"]["secondaryNetwork"]]
@@ -105,7 +105,7 @@ def test_the_nic_cluster_policy_pulls_every_component_from_the_mirror_with_the_s
         assert after["repository"] == "harbor.example.com/nvcr/nvidia/mellanox"
         assert dict(after, repository=before["repository"]) == before, "only the repository changes"
     with pytest.raises(ParamError) as err:
-        nic_policy.build_request(dict(params, image_mirrors={"nvcr.io": "http://h.example.com"}))
+        nic_policy_validate.build_request(dict(params, image_mirrors={"nvcr.io": "http://h.example.com"}))
     assert err.value.field == "image_mirrors.nvcr.io"
 
 
@@ -137,13 +137,13 @@ def test_pin_overrides_are_refused_unless_allowed():
 def test_the_nic_cluster_policy_pulls_with_the_given_secrets():
     params = {"mode": "rdma_shared", "network_operator_version": "26.4.1", "ip_range": "192.168.100.0/24",
               "selectors": {"vendors": ["15b3"], "interfaces": ["ibs1f0"]}, "image_pull_secrets": ["harbor-pull"]}
-    spec = nic_policy.render_policy(nic_policy.build_request(params))["spec"]
+    spec = nic_policy_render.render_policy(nic_policy_validate.build_request(params))["spec"]
     parts = [spec["ofedDriver"], spec["rdmaSharedDevicePlugin"], spec["nvIpam"]] + list(spec["secondaryNetwork"].values())
     assert all(part["imagePullSecrets"] == ["harbor-pull"] for part in parts)
-    assert "imagePullSecrets" not in nic_policy.render_policy(nic_policy.build_request(
+    assert "imagePullSecrets" not in nic_policy_render.render_policy(nic_policy_validate.build_request(
         dict(params, image_pull_secrets=[])))["spec"]["ofedDriver"]
     with pytest.raises(ParamError) as err:
-        nic_policy.build_request(dict(params, image_pull_secrets=["Bad_Name"]))
+        nic_policy_validate.build_request(dict(params, image_pull_secrets=["Bad_Name"]))
     assert err.value.field == "image_pull_secrets[0]"
 
 
@@ -152,4 +152,4 @@ def test_a_mirrored_policy_with_pull_secrets_meets_the_crd(shared_dir):
     params = {"mode": "sriov", "network_operator_version": "26.4.1", "ip_range": "10.20.0.0/16",
               "selectors": {"vendors": ["15b3"], "device_ids": ["101e"]}, "image_pull_secrets": ["harbor-pull"],
               "image_mirrors": {"nvcr.io": "harbor.example.com/nvcr"}, "node_type": "nd-h100-v5"}
-    crdschema.validate(nic_policy.render_policy(nic_policy.build_request(params)))
+    crdschema.validate(nic_policy_render.render_policy(nic_policy_validate.build_request(params)))

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import monitoring
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import monitoring, monitoring_metrics, monitoring_panels
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 NS = "gpu-operator"
@@ -90,22 +90,22 @@ def test_bad_inputs_name_the_role_variable(call, field, words):
     {"memory_ratio": 1}, {"memory_ratio": 0.01}, {"for_minutes": 1}, {"xid_window_minutes": 1},
 ])
 def test_threshold_bounds_are_inclusive_where_documented(changes):
-    got = monitoring.thresholds_from(changes)
-    assert got == dict(monitoring.DEFAULT_THRESHOLDS, **changes)
+    got = monitoring_metrics.thresholds_from(changes)
+    assert got == dict(monitoring_metrics.DEFAULT_THRESHOLDS, **changes)
 
 
 def test_missing_or_none_thresholds_take_the_defaults():
     defaults = {"temperature_celsius": 85, "memory_ratio": 0.95, "for_minutes": 5, "xid_window_minutes": 10}
-    assert monitoring.thresholds_from(None) == defaults
-    assert monitoring.thresholds_from({}) == defaults
-    assert monitoring.thresholds_from({"for_minutes": None, "memory_ratio": 0.8}) == dict(defaults, memory_ratio=0.8)
+    assert monitoring_metrics.thresholds_from(None) == defaults
+    assert monitoring_metrics.thresholds_from({}) == defaults
+    assert monitoring_metrics.thresholds_from({"for_minutes": None, "memory_ratio": 0.8}) == dict(defaults, memory_ratio=0.8)
 
 
 # ---------------------------------------------------------------- the metric table
 
 def test_metric_table_shape():
-    assert len(monitoring.DCGM_METRICS) == 25  # 26 active CSV rows in 4.8.3, one of them a label
-    for name, info in monitoring.DCGM_METRICS.items():
+    assert len(monitoring_metrics.DCGM_METRICS) == 25  # 26 active CSV rows in 4.8.3, one of them a label
+    for name, info in monitoring_metrics.DCGM_METRICS.items():
         assert re.match(r"^DCGM_FI_(DEV|PROF)_[A-Z0-9_]+$", name), name
         assert set(info) == {"type", "unit", "help"}, name
         assert info["type"] in ("gauge", "counter"), name
@@ -113,7 +113,7 @@ def test_metric_table_shape():
 
 
 def test_metric_table_has_what_the_dashboard_needs_with_the_upstream_types():
-    types = {name: info["type"] for name, info in monitoring.DCGM_METRICS.items()}
+    types = {name: info["type"] for name, info in monitoring_metrics.DCGM_METRICS.items()}
     assert types["DCGM_FI_DEV_GPU_UTIL"] == "gauge"
     assert types["DCGM_FI_DEV_FB_USED"] == types["DCGM_FI_DEV_FB_FREE"] == "gauge"
     assert types["DCGM_FI_DEV_GPU_TEMP"] == types["DCGM_FI_DEV_POWER_USAGE"] == "gauge"
@@ -121,15 +121,15 @@ def test_metric_table_has_what_the_dashboard_needs_with_the_upstream_types():
     assert types["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"] == types["DCGM_FI_DEV_PCIE_REPLAY_COUNTER"] == "counter"
     # PCIe throughput in the default set is the DCP pair, already a rate in bytes per second
     assert types["DCGM_FI_PROF_PCIE_TX_BYTES"] == types["DCGM_FI_PROF_PCIE_RX_BYTES"] == "gauge"
-    assert monitoring.DCGM_METRICS["DCGM_FI_PROF_PCIE_TX_BYTES"]["unit"] == "bytes_per_second"
+    assert monitoring_metrics.DCGM_METRICS["DCGM_FI_PROF_PCIE_TX_BYTES"]["unit"] == "bytes_per_second"
     assert "DCGM_FI_DEV_PCIE_TX_THROUGHPUT" not in types and "DCGM_FI_DEV_PCIE_RX_THROUGHPUT" not in types
     # a label row of the CSV, not a metric
-    assert "DCGM_FI_DRIVER_VERSION" not in types and "DCGM_FI_DRIVER_VERSION" in monitoring.DCGM_LABELS
+    assert "DCGM_FI_DRIVER_VERSION" not in types and "DCGM_FI_DRIVER_VERSION" in monitoring_metrics.DCGM_LABELS
 
 
 def test_rule_labels_are_labels_the_exporter_or_the_service_monitor_provides():
     relabeled = {r["targetLabel"] for r in sm()["spec"]["endpoints"][0]["relabelings"]}
-    assert set(monitoring.GPU_LABELS) <= set(monitoring.DCGM_LABELS) | relabeled
+    assert set(monitoring_metrics.GPU_LABELS) <= set(monitoring_metrics.DCGM_LABELS) | relabeled
 
 
 # ---------------------------------------------------------------- metrics_in
@@ -144,7 +144,7 @@ def test_rule_labels_are_labels_the_exporter_or_the_service_monitor_provides():
     (None, set()),
 ])
 def test_metrics_in(expr, expected):
-    assert monitoring.metrics_in(expr) == expected
+    assert monitoring_metrics.metrics_in(expr) == expected
 
 
 # ---------------------------------------------------------------- the rules
@@ -153,9 +153,9 @@ def test_metrics_in(expr, expected):
 def test_every_metric_the_rules_use_is_one_the_exporter_exports(thresholds):
     obj = pr(thresholds=thresholds)
     for rule in rules(obj, "expr"):
-        used = monitoring.metrics_in(rule["expr"])
+        used = monitoring_metrics.metrics_in(rule["expr"])
         assert used, rule  # every rule reads the exporter directly
-        assert used <= set(monitoring.DCGM_METRICS), used - set(monitoring.DCGM_METRICS)
+        assert used <= set(monitoring_metrics.DCGM_METRICS), used - set(monitoring_metrics.DCGM_METRICS)
 
 
 def test_default_thresholds_reach_the_expressions():
@@ -192,14 +192,14 @@ def test_recording_rule_names_follow_level_metric_operations():
         level, metric, operations = rule["record"].split(":")
         # the metric part names a DCGM metric the expression reads (dcgm_fb_used <- DCGM_FI_DEV_FB_USED)
         stem = metric[len("dcgm_"):].upper()
-        assert metric.startswith("dcgm_") and any(m.endswith("_" + stem) for m in monitoring.metrics_in(rule["expr"]))
+        assert metric.startswith("dcgm_") and any(m.endswith("_" + stem) for m in monitoring_metrics.metrics_in(rule["expr"]))
         # the level names the labels the result keeps
         kept = re.match(r"^(?:sum|avg|max) by \(([^)]*)\)", rule["expr"]).group(1).replace(" ", "").split(",")
         assert level == "_".join(label for label in kept if label in ("node", "gpu")), rule
 
 
 def test_framebuffer_ratio_is_used_over_used_plus_free():
-    expr = monitoring.framebuffer_ratio_expr()
+    expr = monitoring_metrics.framebuffer_ratio_expr()
     used, free = ("max by (node, gpu, UUID, modelName, GPU_I_ID) (DCGM_FI_DEV_FB_%s)" % k for k in ("USED", "FREE"))
     assert expr == "%s / (%s + %s)" % (used, used, free)
     records = {r["record"]: r["expr"] for r in rules(pr(), "record")}
@@ -275,11 +275,12 @@ def test_outputs_do_not_share_state_with_the_module():
     assert monitoring.MANAGED_BY == {"app.kubernetes.io/managed-by": "gpu_platform.cluster"}
     thresholds = {"for_minutes": 2}
     pr(thresholds=thresholds)
-    assert thresholds == {"for_minutes": 2} and monitoring.DEFAULT_THRESHOLDS["for_minutes"] == 5
+    assert thresholds == {"for_minutes": 2} and monitoring_metrics.DEFAULT_THRESHOLDS["for_minutes"] == 5
 
 
-def test_module_is_pure_standard_library():
-    tree = ast.parse(open(monitoring.__file__, encoding="utf-8").read())
+@pytest.mark.parametrize("module", [monitoring, monitoring_metrics, monitoring_panels])
+def test_module_is_pure_standard_library(module):
+    tree = ast.parse(open(module.__file__, encoding="utf-8").read())
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import monitoring
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import monitoring, monitoring_metrics, monitoring_panels
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -43,7 +43,7 @@ LABEL_VALUES = re.compile(r"^label_values\((.*),\s*([A-Za-z_][A-Za-z0-9_]*)\)$")
 def allowed_labels():
     """The exporter's labels and the ones the ServiceMonitor's relabelings add (node)."""
     relabeled = {r["targetLabel"] for r in monitoring.service_monitor(NS)["spec"]["endpoints"][0]["relabelings"]}
-    return set(monitoring.DCGM_LABELS) | relabeled
+    return set(monitoring_metrics.DCGM_LABELS) | relabeled
 
 
 def brackets_error(expr):
@@ -90,11 +90,11 @@ def expr_problems(expr):
         if call:
             if name not in FUNCTIONS:
                 errors.append("%r is not a PromQL function" % name)
-        elif name not in monitoring.DCGM_METRICS:
-            errors.append("metric %r is not one dcgm-exporter %s exports" % (name, monitoring.DCGM_EXPORTER_VERSION))
+        elif name not in monitoring_metrics.DCGM_METRICS:
+            errors.append("metric %r is not one dcgm-exporter %s exports" % (name, monitoring_metrics.DCGM_EXPORTER_VERSION))
     # the domain's extractor must agree: every DCGM_FI_* identifier is a known metric
     errors += ["metric %r is unknown (metric_names)" % name
-               for name in sorted(monitoring.metric_names(expr) - set(monitoring.DCGM_METRICS))]
+               for name in sorted(monitoring_metrics.metric_names(expr) - set(monitoring_metrics.DCGM_METRICS))]
     return errors
 
 
@@ -111,7 +111,7 @@ def variable_exprs(dashboard):
 
 def dashboard_problems(dashboard):
     errors = []
-    for expr in monitoring.dashboard_exprs(dashboard):
+    for expr in monitoring_panels.dashboard_exprs(dashboard):
         errors += ["%s: %s" % (expr, e) for e in expr_problems(expr)]
     for selector, label in variable_exprs(dashboard):
         errors += ["%s: %s" % (selector, e) for e in expr_problems(selector)]
@@ -212,22 +212,22 @@ def test_every_panel_queries_the_datasource_variable(dashboard):
         assert len(refs) == len(set(refs))
         for target in p["targets"]:
             assert target["datasource"] == p["datasource"] and target["expr"] and target["legendFormat"]
-    assert len(monitoring.dashboard_exprs(dashboard)) == sum(len(p["targets"]) for p in graph_panels(dashboard))
+    assert len(monitoring_panels.dashboard_exprs(dashboard)) == sum(len(p["targets"]) for p in graph_panels(dashboard))
 
 
 # ---------------------------------------------------------------- the queries
 
 def test_every_query_uses_only_metrics_and_labels_the_exporter_provides(dashboard):
     assert dashboard_problems(dashboard) == []
-    used = set().union(*(monitoring.metric_names(e) for e in monitoring.dashboard_exprs(dashboard)))
-    assert used and used <= set(monitoring.DCGM_METRICS)
+    used = set().union(*(monitoring_metrics.metric_names(e) for e in monitoring_panels.dashboard_exprs(dashboard)))
+    assert used and used <= set(monitoring_metrics.DCGM_METRICS)
 
 
 def test_no_rate_over_gauges():
     """All the dashboard's metrics are gauges (PCIe bytes are already per second): rate() would be wrong."""
-    for expr in monitoring.dashboard_exprs(monitoring.grafana_dashboard()):
-        for name in monitoring.metric_names(expr):
-            if monitoring.DCGM_METRICS[name]["type"] == "gauge":
+    for expr in monitoring_panels.dashboard_exprs(monitoring.grafana_dashboard()):
+        for name in monitoring_metrics.metric_names(expr):
+            if monitoring_metrics.DCGM_METRICS[name]["type"] == "gauge":
                 assert not re.search(r"\b(rate|irate|increase)\(\s*%s\b" % name, expr), expr
 
 
@@ -266,7 +266,7 @@ def test_a_misspelt_metric_in_a_variable_query_is_caught():
     (None, set()),
 ])
 def test_metric_names(expr, expected):
-    assert monitoring.metric_names(expr) == expected
+    assert monitoring_metrics.metric_names(expr) == expected
 
 
 def test_the_panels_an_operator_expects():
@@ -274,7 +274,7 @@ def test_the_panels_an_operator_expects():
     by_metric = {}
     for p in graph_panels(dash):
         for target in p["targets"]:
-            for name in monitoring.metric_names(target["expr"]):
+            for name in monitoring_metrics.metric_names(target["expr"]):
                 by_metric.setdefault(name, []).append(p)
     units = {"DCGM_FI_DEV_GPU_UTIL": "percent", "DCGM_FI_DEV_GPU_TEMP": "celsius", "DCGM_FI_DEV_POWER_USAGE": "watt",
              "DCGM_FI_PROF_PCIE_TX_BYTES": "Bps", "DCGM_FI_PROF_PCIE_RX_BYTES": "Bps",
@@ -305,13 +305,13 @@ def test_per_gpu_and_per_node_panels():
             assert target["legendFormat"] == "{{node}} GPU {{gpu}}", p["title"]
             assert 'node=~"$node", gpu=~"$gpu"' in target["expr"], p["title"]
             # one series per GPU, as the rules take it (time-sliced GPUs report once per pod)
-            assert "max by (%s)" % ", ".join(monitoring.GPU_LABELS) in target["expr"]
+            assert "max by (%s)" % ", ".join(monitoring_metrics.GPU_LABELS) in target["expr"]
 
 
 def test_the_node_label_is_the_one_the_rules_use():
     rule_exprs = " ".join(r["expr"] for g in monitoring.prometheus_rule(NS)["spec"]["groups"] for r in g["rules"])
     assert "by (node)" in rule_exprs
-    for expr in monitoring.dashboard_exprs(monitoring.grafana_dashboard()):
+    for expr in monitoring_panels.dashboard_exprs(monitoring.grafana_dashboard()):
         assert "node" in re.findall(r"by \(([^)]*)\)", expr)[0] and "Hostname" not in expr and "hostname" not in expr
 
 
@@ -409,7 +409,7 @@ def test_the_filter_documentation_matches_the_filter():
                     reason="promtool is not installed: run `make system-deps` (Debian package prometheus)")
 def test_promtool_parses_every_query(tmp_path):
     dash = monitoring.grafana_dashboard(thresholds=CUSTOM)
-    exprs = monitoring.dashboard_exprs(dash) + [selector for selector, dummy in variable_exprs(dash)]
+    exprs = monitoring_panels.dashboard_exprs(dash) + [selector for selector, dummy in variable_exprs(dash)]
     rules = [{"record": "gpu_platform:dashboard_query_%d:check" % index, "expr": expr}
              for index, expr in enumerate(exprs)]
     (tmp_path / "rules.yml").write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}),

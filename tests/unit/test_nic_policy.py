@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy, node_types
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
+    nic_policy, nic_policy_render, nic_policy_validate, node_types)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 BASE = {"mode": "rdma_shared", "network_operator_version": "26.4.1", "ofed_driver": True, "ipam": "nv-ipam",
@@ -50,8 +51,8 @@ VALID = list(valid_params())
 
 @pytest.mark.parametrize("p", VALID, ids=[ids(p) for p in VALID])
 def test_valid_combinations_render(p):
-    request = nic_policy.build_request(p)
-    objects = nic_policy.render(request)
+    request = nic_policy_validate.build_request(p)
+    objects = nic_policy_render.render(request)
     kinds = [o["kind"] for o in objects]
     expected = ["NicClusterPolicy"] + (["IPPool"] if request.ipam == "nv-ipam" else []) + [request.network_kind]
     assert kinds == expected
@@ -66,15 +67,15 @@ def test_valid_combinations_render(p):
     assert set(spec["secondaryNetwork"]) == {"multus", "cniPlugins"} | (
         {"ipoib"} if request.network_kind == "IPoIBNetwork" else set())
     # deterministic: the same input renders the same objects, byte for byte
-    again = nic_policy.render(nic_policy.build_request(copy.deepcopy(p)))
+    again = nic_policy_render.render(nic_policy_validate.build_request(copy.deepcopy(p)))
     assert json.dumps(again, sort_keys=True) == json.dumps(objects, sort_keys=True)
 
 
 @pytest.mark.parametrize("p", VALID, ids=[ids(p) for p in VALID])
 def test_images_come_from_the_table_of_the_version(p):
-    request = nic_policy.build_request(p)
+    request = nic_policy_validate.build_request(p)
     table = nic_policy.COMPONENT_IMAGES[request.network_operator_version]
-    spec = nic_policy.render(request)[0]["spec"]
+    spec = nic_policy_render.render(request)[0]["spec"]
     parts = dict(spec.get("secondaryNetwork", {}))
     parts.update({k: v for k, v in spec.items() if k not in ("secondaryNetwork", "nodeAffinity")})
     for name, part in parts.items():
@@ -95,9 +96,9 @@ def test_image_table_pins_each_release():
 
 
 def test_rdma_shared_config():
-    request = nic_policy.build_request(params(rdma_hca_max=100, selectors={
+    request = nic_policy_validate.build_request(params(rdma_hca_max=100, selectors={
         "vendors": ["15B3"], "device_ids": ["101b"], "interfaces": ["ibs1f0", "ibs2f0"], "link_type": "infiniband"}))
-    config = json.loads(nic_policy.render(request)[0]["spec"]["rdmaSharedDevicePlugin"]["config"])
+    config = json.loads(nic_policy_render.render(request)[0]["spec"]["rdmaSharedDevicePlugin"]["config"])
     assert config == {"configList": [{
         "resourceName": "shared_ib", "resourcePrefix": "rdma", "rdmaHcaMax": 100,
         "selectors": {"vendors": ["15b3"], "deviceIDs": ["101b"], "ifNames": ["ibs1f0", "ibs2f0"],
@@ -106,36 +107,36 @@ def test_rdma_shared_config():
 
 
 def test_rdma_shared_config_defaults():
-    request = nic_policy.build_request(params(selectors={"interfaces": ["ibs1f0"]}))
-    config = json.loads(nic_policy.rdma_shared_config(request))
+    request = nic_policy_validate.build_request(params(selectors={"interfaces": ["ibs1f0"]}))
+    config = json.loads(nic_policy_render.rdma_shared_config(request))
     entry = config["configList"][0]
     assert entry["rdmaHcaMax"] == 63 and entry["resourceName"] == "shared_ib"
     assert entry["selectors"]["vendors"] == ["15b3"]
-    assert nic_policy.rdma_shared_config(request) == json.dumps(config, sort_keys=True)  # sorted keys
+    assert nic_policy_render.rdma_shared_config(request) == json.dumps(config, sort_keys=True)  # sorted keys
 
 
 def test_sriov_config():
-    request = nic_policy.build_request(params(mode="sriov", node_type="nd-h100-v5", selectors={
+    request = nic_policy_validate.build_request(params(mode="sriov", node_type="nd-h100-v5", selectors={
         "vendors": ["15b3"], "device_ids": ["101e"], "interfaces": ["ibs1f0"], "link_type": "infiniband"}))
-    config = json.loads(nic_policy.render(request)[0]["spec"]["sriovDevicePlugin"]["config"])
+    config = json.loads(nic_policy_render.render(request)[0]["spec"]["sriovDevicePlugin"]["config"])
     assert config == {"resourceList": [{
         "resourceName": "ib", "resourcePrefix": "rdma",
         "selectors": {"vendors": ["15b3"], "devices": ["101e"], "pfNames": ["ibs1f0"], "linkTypes": ["infiniband"],
                       "isRdma": True}}]}
-    network = nic_policy.render(request)[-1]
+    network = nic_policy_render.render(request)[-1]
     assert network["kind"] == "HostDeviceNetwork" and network["spec"]["resourceName"] == "rdma/ib"
 
 
 def test_custom_resource_name():
-    request = nic_policy.build_request(params(resource_name="hca_shared_a"))
+    request = nic_policy_validate.build_request(params(resource_name="hca_shared_a"))
     assert request.resource == "rdma/hca_shared_a"
-    assert nic_policy.pod_resources(request) == {"rdma/hca_shared_a": 1}
+    assert nic_policy_render.pod_resources(request) == {"rdma/hca_shared_a": 1}
 
 
 def test_ipoib_mode_keeps_the_rdma_shared_device_plugin_beside_the_ipoib_cni():
     """As the AKS guide's IPoIB policy: the shared device plugin (rdma/shared_ib, rdmaHcaMax 63) and the IPoIB CNI."""
-    request = nic_policy.build_request(params(mode="ipoib", ipoib_master="ibs1f0", selectors=None))
-    objects = nic_policy.render(request)
+    request = nic_policy_validate.build_request(params(mode="ipoib", ipoib_master="ibs1f0", selectors=None))
+    objects = nic_policy_render.render(request)
     spec = objects[0]["spec"]
     assert "sriovDevicePlugin" not in spec
     assert spec["rdmaSharedDevicePlugin"]["image"] == "k8s-rdma-shared-dev-plugin"
@@ -147,38 +148,38 @@ def test_ipoib_mode_keeps_the_rdma_shared_device_plugin_beside_the_ipoib_cni():
     assert network["kind"] == "IPoIBNetwork"
     assert network["spec"]["master"] == "ibs1f0" and network["spec"]["networkNamespace"] == "default"
     assert request.rdma_hca_max == 63 and request.resource == "rdma/shared_ib"
-    assert nic_policy.pod_resources(request) == {"rdma/shared_ib": 1}
+    assert nic_policy_render.pod_resources(request) == {"rdma/shared_ib": 1}
 
 
 def test_ipoib_mode_takes_rdma_hca_max_and_a_resource_name():
-    request = nic_policy.build_request(params(mode="ipoib", ipoib_master="ibs1f0", rdma_hca_max=16,
-                                              resource_name="ipoib_rdma"))
-    entry = json.loads(nic_policy.render_policy(request)["spec"]["rdmaSharedDevicePlugin"]["config"])["configList"][0]
+    request = nic_policy_validate.build_request(params(mode="ipoib", ipoib_master="ibs1f0", rdma_hca_max=16,
+                                                       resource_name="ipoib_rdma"))
+    entry = json.loads(nic_policy_render.render_policy(request)["spec"]["rdmaSharedDevicePlugin"]["config"])["configList"][0]
     assert entry["rdmaHcaMax"] == 16 and entry["resourceName"] == "ipoib_rdma"
     assert entry["selectors"]["ifNames"] == ["ibs1f0"]
-    pod = nic_policy.example_pod(request)
+    pod = nic_policy_render.example_pod(request)
     assert pod["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1, "rdma/ipoib_rdma": 1}
     assert pod["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/networks": "rdma-net"}
 
 
 def test_ethernet_rdma_shared_is_macvlan_on_first_interface():
-    request = nic_policy.build_request(params(selectors={"interfaces": ["ens1f0np0", "ens2f0np0"],
-                                                         "link_type": "ether"}))
-    network = nic_policy.render(request)[-1]
+    request = nic_policy_validate.build_request(params(selectors={"interfaces": ["ens1f0np0", "ens2f0np0"],
+                                                                  "link_type": "ether"}))
+    network = nic_policy_render.render(request)[-1]
     assert network["kind"] == "MacvlanNetwork"
     assert network["spec"]["master"] == "ens1f0np0" and network["spec"]["mode"] == "bridge"
-    assert "ipoib" not in nic_policy.render(request)[0]["spec"]["secondaryNetwork"]
+    assert "ipoib" not in nic_policy_render.render(request)[0]["spec"]["secondaryNetwork"]
 
 
 def test_explicit_ipoib_master_wins_over_interfaces():
-    request = nic_policy.build_request(params(ipoib_master="ib0"))
+    request = nic_policy_validate.build_request(params(ipoib_master="ib0"))
     assert request.master == "ib0"
 
 
 def test_nv_ipam_pool_and_network_ipam():
-    request = nic_policy.build_request(params(ip_gateway="192.168.100.1", operator_namespace="net-op",
-                                              network_name="ib-net", network_namespace="team-a"))
-    policy, pool, network = nic_policy.render(request)
+    request = nic_policy_validate.build_request(params(ip_gateway="192.168.100.1", operator_namespace="net-op",
+                                                       network_name="ib-net", network_namespace="team-a"))
+    policy, pool, network = nic_policy_render.render(request)
     assert policy["spec"]["nvIpam"]["enableWebhook"] is False
     assert pool["apiVersion"] == "nv-ipam.nvidia.com/v1alpha1"
     assert pool["metadata"] == {"name": "ib-net", "namespace": "net-op",
@@ -189,16 +190,16 @@ def test_nv_ipam_pool_and_network_ipam():
 
 
 def test_nv_ipam_pool_name_and_block_size():
-    request = nic_policy.build_request(params(nv_ipam_pool="pool-a", nv_ipam_block_size=64))
-    pool = nic_policy.render(request)[1]
+    request = nic_policy_validate.build_request(params(nv_ipam_pool="pool-a", nv_ipam_block_size=64))
+    pool = nic_policy_render.render(request)[1]
     assert pool["metadata"]["name"] == "pool-a" and pool["spec"]["perNodeBlockSize"] == 64
-    small = nic_policy.build_request(params(ip_range="192.168.100.0/28"))
+    small = nic_policy_validate.build_request(params(ip_range="192.168.100.0/28"))
     assert small.nv_ipam_block_size == 14  # the whole /28 minus network and broadcast
 
 
 def test_whereabouts_ipam_and_warning():
-    request = nic_policy.build_request(params(ipam="whereabouts", ip_gateway="192.168.100.1"))
-    objects = nic_policy.render(request)
+    request = nic_policy_validate.build_request(params(ipam="whereabouts", ip_gateway="192.168.100.1"))
+    objects = nic_policy_render.render(request)
     assert [o["kind"] for o in objects] == ["NicClusterPolicy", "IPoIBNetwork"]
     assert "ipamPlugin" not in objects[0]["spec"]["secondaryNetwork"]
     assert "nvIpam" not in objects[0]["spec"]
@@ -206,13 +207,13 @@ def test_whereabouts_ipam_and_warning():
         "type": "whereabouts", "range": "192.168.100.0/24", "gateway": "192.168.100.1",
         "exclude": ["192.168.100.1/32"]}
     assert len(request.warnings) == 1 and "whereabouts" in request.warnings[0]
-    assert nic_policy.build_request(params()).warnings == ()
+    assert nic_policy_validate.build_request(params()).warnings == ()
 
 
 @pytest.mark.parametrize("given, expected", [("26.4.1", "26.4.1"), ("v26.4.1", "26.4.1"), ("26.4.0", "26.4.0"),
                                              (" v26.4.0 ", "26.4.0")])
 def test_version_normalised(given, expected):
-    assert nic_policy.build_request(params(network_operator_version=given)).network_operator_version == expected
+    assert nic_policy_validate.build_request(params(network_operator_version=given)).network_operator_version == expected
 
 
 def test_role_defaults_are_accepted_in_every_mode():
@@ -221,21 +222,21 @@ def test_role_defaults_are_accepted_in_every_mode():
             "ip_range": "192.168.100.0/24", "ip_gateway": "", "rdma_hca_max": 63, "resource_name": "",
             "network_name": "rdma-net", "network_namespace": "default", "ipoib_master": "",
             "selectors": {"vendors": ["15b3"], "link_type": "infiniband"}, "kubeconfig": None, "wait": True}
-    sriov = nic_policy.build_request(dict(role, mode="sriov", node_type="nd-h100-v5"))
+    sriov = nic_policy_validate.build_request(dict(role, mode="sriov", node_type="nd-h100-v5"))
     assert sriov.rdma_hca_max is None and sriov.resource == "rdma/ib" and sriov.nics_per_pod == 8
-    ipoib = nic_policy.build_request(dict(role, mode="ipoib", ipoib_master="ibs1f0", node_type=""))
+    ipoib = nic_policy_validate.build_request(dict(role, mode="ipoib", ipoib_master="ibs1f0", node_type=""))
     assert ipoib.rdma_hca_max == 63 and ipoib.resource == "rdma/shared_ib" and ipoib.nics_per_pod == 1
-    shared = nic_policy.build_request(dict(role, mode="rdma_shared", ipoib_master="ibs1f0"))
+    shared = nic_policy_validate.build_request(dict(role, mode="rdma_shared", ipoib_master="ibs1f0"))
     assert shared.rdma_hca_max == 63 and shared.resource == "rdma/shared_ib"
 
 
 def test_unset_selector_keys_take_the_defaults():
     """The module's argument spec fills unset suboptions with None: vendors 15b3, link type infiniband."""
-    request = nic_policy.build_request(params(mode="sriov", nics_per_pod=8, selectors={
+    request = nic_policy_validate.build_request(params(mode="sriov", nics_per_pod=8, selectors={
         "vendors": None, "device_ids": None, "interfaces": None, "link_type": None}))
     assert request.vendors == ("15b3",) and request.link_type == "infiniband"
     assert request.device_ids == () and request.interfaces == ()
-    assert nic_policy.build_request(params(mode="sriov", nics_per_pod=8, selectors=None)).vendors == ("15b3",)
+    assert nic_policy_validate.build_request(params(mode="sriov", nics_per_pod=8, selectors=None)).vendors == ("15b3",)
 
 
 BAD = [
@@ -336,7 +337,7 @@ BAD = [
 @pytest.mark.parametrize("changes, field, words", BAD, ids=["%s-%d" % (b[1], i) for i, b in enumerate(BAD)])
 def test_bad_input_names_field_and_fix(changes, field, words):
     with pytest.raises(ParamError) as err:
-        nic_policy.build_request(params(**changes))
+        nic_policy_validate.build_request(params(**changes))
     assert err.value.field == field
     assert err.value.msg.startswith(field + ": ")
     assert words in err.value.msg
@@ -352,7 +353,7 @@ def test_bad_cases_cover_every_required_kind():
 
 def test_unknown_version_lists_the_known_ones():
     with pytest.raises(ParamError) as err:
-        nic_policy.build_request(params(network_operator_version="v25.10.0"))
+        nic_policy_validate.build_request(params(network_operator_version="v25.10.0"))
     for version in nic_policy.COMPONENT_IMAGES:
         assert version in err.value.msg
 
@@ -370,8 +371,8 @@ def test_unknown_version_lists_the_known_ones():
     ("ipoib", {"ipoib_master": "ibs1f0", "nics_per_pod": 1}, {"rdma/shared_ib": 1}),
 ])
 def test_pod_resources(mode, extra, expected):
-    request = nic_policy.build_request(params(mode=mode, **extra))
-    assert nic_policy.pod_resources(request) == expected
+    request = nic_policy_validate.build_request(params(mode=mode, **extra))
+    assert nic_policy_render.pod_resources(request) == expected
 
 
 @pytest.mark.parametrize("mode, extra, gpus", [
@@ -380,15 +381,15 @@ def test_pod_resources(mode, extra, expected):
     ("ipoib", {"ipoib_master": "ibs1f0"}, 2),
 ])
 def test_example_pod(mode, extra, gpus):
-    request = nic_policy.build_request(params(mode=mode, network_namespace="team-a", **extra))
-    pod = nic_policy.example_pod(request, gpus=gpus)
+    request = nic_policy_validate.build_request(params(mode=mode, network_namespace="team-a", **extra))
+    pod = nic_policy_render.example_pod(request, gpus=gpus)
     assert pod["apiVersion"] == "v1" and pod["kind"] == "Pod"
     assert pod["metadata"]["namespace"] == "team-a"
     assert pod["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/networks": "rdma-net"}
     container = pod["spec"]["containers"][0]
     assert container["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
     expected = {"nvidia.com/gpu": gpus}
-    expected.update(nic_policy.pod_resources(request))
+    expected.update(nic_policy_render.pod_resources(request))
     assert container["resources"]["limits"] == expected
     rdma = {"rdma_shared": {"rdma/shared_ib": 1}, "sriov": {"rdma/ib": 8}, "ipoib": {"rdma/shared_ib": 1}}[mode]
     assert {k: v for k, v in container["resources"]["limits"].items() if k.startswith("rdma/")} == rdma
@@ -398,17 +399,17 @@ def test_example_pod(mode, extra, gpus):
 
 def test_removing_sriov_objects_needs_no_nic_count():
     """state absent only deletes: no node type and no count is fine, but nothing for pods comes out of it."""
-    request = nic_policy.build_request(params(mode="sriov", state="absent"))
+    request = nic_policy_validate.build_request(params(mode="sriov", state="absent"))
     assert request.nics_per_pod is None
-    assert [o["kind"] for o in nic_policy.render(request)] == ["NicClusterPolicy", "IPPool", "HostDeviceNetwork"]
+    assert [o["kind"] for o in nic_policy_render.render(request)] == ["NicClusterPolicy", "IPPool", "HostDeviceNetwork"]
     with pytest.raises(ParamError) as err:
-        nic_policy.pod_resources(request)
+        nic_policy_render.pod_resources(request)
     assert err.value.field == "nics_per_pod" and "Fix: give nics_per_pod or node_type" in err.value.msg
     with pytest.raises(ParamError):
-        nic_policy.build_request(params(mode="sriov", state="present"))
+        nic_policy_validate.build_request(params(mode="sriov", state="present"))
     # a given count is still checked when removing
     with pytest.raises(ParamError) as bad:
-        nic_policy.build_request(params(mode="sriov", state="absent", nics_per_pod=0))
+        nic_policy_validate.build_request(params(mode="sriov", state="absent", nics_per_pod=0))
     assert bad.value.field == "nics_per_pod"
 
 
@@ -416,16 +417,16 @@ def test_the_node_type_table_gives_sriov_its_nic_count():
     """Each known node type's NIC count is what an SR-IOV pod claims, by short name and by VM size."""
     for name, facts in node_types.NODE_TYPES.items():
         for value in (name,) + facts["vm_sizes"]:
-            request = nic_policy.build_request(params(mode="sriov", node_type=value))
+            request = nic_policy_validate.build_request(params(mode="sriov", node_type=value))
             assert request.node_type == name
-            assert nic_policy.pod_resources(request) == {"rdma/ib": facts["nics"]}
+            assert nic_policy_render.pod_resources(request) == {"rdma/ib": facts["nics"]}
 
 
 @pytest.mark.parametrize("gpus", [0, -1, True, "1", 1.5])
 def test_example_pod_bad_gpus(gpus):
-    request = nic_policy.build_request(params())
+    request = nic_policy_validate.build_request(params())
     with pytest.raises(ParamError) as err:
-        nic_policy.example_pod(request, gpus=gpus)
+        nic_policy_render.example_pod(request, gpus=gpus)
     assert err.value.field == "gpus" and "Fix:" in err.value.msg
 
 
@@ -477,7 +478,7 @@ def test_docs_example_pods_match_the_code():
     for mode, extra in (("rdma_shared", {}), ("sriov", {"node_type": "nd-h100-v5"}),
                         ("ipoib", {"ipoib_master": "ibs1f0"})):
         section = text.split("### %s\n\n```yaml\n" % mode, 1)[1].split("```", 1)[0]
-        pod = nic_policy.example_pod(nic_policy.build_request(dict(base, mode=mode, **extra)))
+        pod = nic_policy_render.example_pod(nic_policy_validate.build_request(dict(base, mode=mode, **extra)))
         assert yaml.safe_load(section) == pod, mode
 
 
@@ -486,15 +487,15 @@ BASE_POLICY = {"mode": "rdma_shared", "network_operator_version": "26.4.1", "ip_
 
 
 def test_the_policy_runs_on_mellanox_nic_nodes_by_default():
-    spec = nic_policy.render_policy(nic_policy.build_request(BASE_POLICY))["spec"]
+    spec = nic_policy_render.render_policy(nic_policy_validate.build_request(BASE_POLICY))["spec"]
     [term] = spec["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert term == {"matchExpressions": [{"key": "feature.node.kubernetes.io/pci-15b3.present", "operator": "In",
                                           "values": ["true"]}]}
     mine = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "nodepool", "operator": "In", "values": ["training"]}]}]}}
-    spec = nic_policy.render_policy(nic_policy.build_request(dict(BASE_POLICY, node_affinity=mine)))["spec"]
+    spec = nic_policy_render.render_policy(nic_policy_validate.build_request(dict(BASE_POLICY, node_affinity=mine)))["spec"]
     assert spec["nodeAffinity"] == mine
-    assert "nodeAffinity" not in nic_policy.render_policy(nic_policy.build_request(
+    assert "nodeAffinity" not in nic_policy_render.render_policy(nic_policy_validate.build_request(
         dict(BASE_POLICY, node_affinity={})))["spec"], "{} means every node"
 
 
@@ -505,16 +506,16 @@ def test_the_policy_runs_on_mellanox_nic_nodes_by_default():
 ])
 def test_a_bad_node_affinity_is_refused(value, field):
     with pytest.raises(ParamError) as err:
-        nic_policy.build_request(dict(BASE_POLICY, node_affinity=value))
+        nic_policy_validate.build_request(dict(BASE_POLICY, node_affinity=value))
     assert err.value.field == field
 
 
 def test_the_doca_driver_upgrades_one_drained_node_at_a_time():
-    driver = nic_policy.render_policy(nic_policy.build_request(BASE_POLICY))["spec"]["ofedDriver"]
+    driver = nic_policy_render.render_policy(nic_policy_validate.build_request(BASE_POLICY))["spec"]["ofedDriver"]
     policy = driver["upgradePolicy"]
     assert policy["autoUpgrade"] is True and policy["maxParallelUpgrades"] == 1
     assert policy["drain"]["enable"] is True and policy["drain"]["timeoutSeconds"] == 300
-    changed = nic_policy.build_request(dict(BASE_POLICY, driver_upgrade_policy={
+    changed = nic_policy_validate.build_request(dict(BASE_POLICY, driver_upgrade_policy={
         "maxParallelUpgrades": 2, "drain": {"timeoutSeconds": 600}}))
     assert changed.upgrade_policy["maxParallelUpgrades"] == 2 and changed.upgrade_policy["drain"]["timeoutSeconds"] == 600
     assert changed.upgrade_policy["drain"]["enable"] is True, "the keys left out keep the safe default"
@@ -528,11 +529,11 @@ def test_the_doca_driver_upgrades_one_drained_node_at_a_time():
 ])
 def test_a_bad_doca_upgrade_policy_is_refused_naming_the_key(policy, field):
     with pytest.raises(ParamError) as err:
-        nic_policy.build_request(dict(BASE_POLICY, driver_upgrade_policy=policy))
+        nic_policy_validate.build_request(dict(BASE_POLICY, driver_upgrade_policy=policy))
     assert err.value.field == field
 
 
 def test_an_upgrade_policy_without_the_doca_driver_is_refused():
     with pytest.raises(ParamError) as err:
-        nic_policy.build_request(dict(BASE_POLICY, ofed_driver=False, driver_upgrade_policy={"autoUpgrade": False}))
+        nic_policy_validate.build_request(dict(BASE_POLICY, ofed_driver=False, driver_upgrade_policy={"autoUpgrade": False}))
     assert err.value.field == "driver_upgrade_policy"

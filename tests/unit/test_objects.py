@@ -1,5 +1,8 @@
 """Comparing objects as the server returns them."""
+import pytest
+
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 LIVE = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"}, "status": {"x": 1},
         "metadata": {"name": "c", "namespace": "n", "uid": "u1", "resourceVersion": "7", "generation": 2,
@@ -25,3 +28,21 @@ def test_comparable_does_not_mutate_and_identity():
     assert LIVE["metadata"]["uid"] == "u1"
     assert objects.identity(LIVE) == "ConfigMap n/c"
     assert objects.identity({"kind": "Namespace", "metadata": {"name": "x"}}) == "Namespace x"
+
+
+def test_namespaces_with_and_without_labels():
+    labels = {"pod-security.kubernetes.io/enforce": "restricted"}
+    out = objects.namespaces(["vision", "nlp"], labels)
+    assert out == [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n, "labels": labels}}
+                   for n in ("vision", "nlp")]
+    assert out[0]["metadata"]["labels"] is not labels and out[0]["metadata"]["labels"] is not out[1]["metadata"]["labels"]
+    assert objects.namespaces(["a"], {}) == [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}]
+    assert objects.namespaces(None) == [] and objects.namespaces([]) == []
+
+
+@pytest.mark.parametrize("names, field", [(["ok", "Not_OK"], "namespaces[1]"), ([""], "namespaces[0]"),
+                                          ([None], "namespaces[0]"), (["x" * 64], "namespaces[0]")])
+def test_a_bad_namespace_name_names_its_entry(names, field):
+    with pytest.raises(ParamError) as err:
+        objects.namespaces(names)
+    assert err.value.field == field

@@ -11,7 +11,7 @@ import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import platform_support as ps
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import versions
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError, Refusal
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 
 ROOT = Path(__file__).resolve().parents[2]
 RDMA = ["rdma"]
@@ -124,8 +124,10 @@ def test_bad_inventory_facts_name_the_field(inventory, field):
 def test_bad_acknowledgement_and_bad_versions_name_the_variable():
     with pytest.raises(ParamError, match="^gpu_platform_accept_unverified"):
         ps.gate([], [], "yes")
-    with pytest.raises(GpuPlatformError, match="^gpu_operator_chart_version: 'latest' is not"):
-        ps.evaluate({"gpu_operator": "latest"}, fields={"gpu_operator": "gpu_operator_chart_version"})
+    with pytest.raises(ParamError, match="^gpu_operator: 'latest' is not") as err:
+        ps.evaluate({"gpu_operator": "latest"})
+    renamed = err.value.renamed({"gpu_operator": "gpu_operator_chart_version"})
+    assert renamed.msg == "gpu_operator_chart_version" + err.value.msg[len("gpu_operator"):]
 
 
 def test_known_broken_is_refused_even_when_acknowledged():
@@ -157,3 +159,11 @@ def test_docs_list_every_platform_entry_with_its_range():
         assert "`%s`" % item["kubernetes"] in row, item["id"]
         ranges = re.findall(r"`([^`]*)`", row)
         assert item["versions"] in ranges, item["id"]
+
+
+def test_the_combination_judged_leaves_out_empty_keys():
+    assert ps.judged_combo({"gpu_operator": "v26.3.3", "network_operator": "", "driver": None, "features": [],
+                            "kubernetes": "1.35"}) == {"gpu_operator": "v26.3.3", "kubernetes": "1.35"}
+    assert ps.judged_combo("v26.3.3") == "v26.3.3", "not a dict: left for versions.check to refuse"
+    assert ps.evaluate({"gpu_operator": "v26.3.3", "network_operator": "", "features": []}, inventory={}) \
+        == ps.evaluate({"gpu_operator": "v26.3.3"}, inventory={})

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import scheduling
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
+    scheduling, scheduling_flavors, scheduling_teams)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 H100 = {"name": "h100", "gpu_product": "NVIDIA-H100-80GB-HBM3",
@@ -385,9 +386,9 @@ def test_local_queue_name_is_used_everywhere():
       {"name": "c", "namespaces": ["c"], "quota": {"a100": 6}}], {"a": 4, "b": 6, "c": 6}),
 ])
 def test_gpu_ceilings(teams, expected):
-    flavors = scheduling.validate_flavors([H100, A100])
-    validated = scheduling.validate_teams(teams, flavors, "shared")
-    assert scheduling.gpu_ceilings(validated) == expected
+    flavors = scheduling_flavors.validate_flavors([H100, A100])
+    validated = scheduling_teams.validate_teams(teams, flavors, "shared")
+    assert scheduling_teams.gpu_ceilings(validated) == expected
 
 
 def test_summary_tells_the_operator_what_happens():

@@ -7,7 +7,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import sharing
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import sharing, sharing_pool
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 from tests.schema import crdschema
 
@@ -33,7 +33,7 @@ def one(base, **changes):
           "multi_tenant": False, "mig_profile": None, "mig_strategy": None}),
     (pool(TS, replicas=2, rename_by_default=True, fail_requests_greater_than_one=False, multi_tenant=True),
      {"replicas": 2, "rename_by_default": True, "fail_requests_greater_than_one": False, "multi_tenant": True}),
-    (pool(TS, replicas=sharing.MAX_REPLICAS), {"replicas": 64}),
+    (pool(TS, replicas=sharing_pool.MAX_REPLICAS), {"replicas": 64}),
     (WHOLE, {"sharing": "none", "replicas": None, "mig_profile": None, "mig_strategy": None}),
     (MIGP, {"sharing": "mig", "mig_profile": "all-1g.10gb", "mig_strategy": "single", "replicas": None}),
     (pool(MIGP, mig_strategy="mixed", mig_profile="all-balanced"), {"mig_strategy": "mixed", "mig_profile": "all-balanced"}),
@@ -47,7 +47,7 @@ def one(base, **changes):
 ])
 def test_valid_pools(raw, expected):
     got = sharing.validate_pools([raw])[0]
-    assert isinstance(got, sharing.Pool)
+    assert isinstance(got, sharing_pool.Pool)
     assert got.name == raw["name"] and got.field == "gpu_sharing_pools[0]"
     for key, value in expected.items():
         assert getattr(got, key) == value, key
@@ -71,7 +71,7 @@ def test_several_pools_keep_order_and_index_their_fields():
 
 
 def test_to_dict_has_the_inventory_keys():
-    assert sorted(one(TS).to_dict()) == sorted(sharing.POOL_KEYS)
+    assert sorted(one(TS).to_dict()) == sorted(sharing_pool.POOL_KEYS)
 
 
 # ---------------------------------------------------------------- validation: bad input

@@ -7,7 +7,8 @@ import subprocess
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import dra as dra_domain
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke, smoke_nccl, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
+    smoke, smoke_checks, smoke_nccl, smoke_nccl_check, smoke_objects, validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.fakes.gpu_operator import NVIDIA_SMI, gpu_node
 from tests.fakes.nccl_logs import NCCL_CUT_LOG, NCCL_IB_LOG, NCCL_SOCKET_LOG
@@ -69,7 +70,7 @@ def gang_pods(*times):
 # ---------------------------------------------------------------- builders
 
 def test_cuda_pod_runs_nvidia_smi_on_one_gpu():
-    pod = smoke.cuda_pod(NS, CUDA_IMAGE)
+    pod = smoke_objects.cuda_pod(NS, CUDA_IMAGE)
     assert (pod["apiVersion"], pod["kind"]) == ("v1", "Pod")
     assert pod["metadata"]["name"] == "gpu-platform-smoke-cuda"
     assert pod["metadata"]["namespace"] == NS
@@ -90,13 +91,13 @@ def test_cuda_pod_runs_nvidia_smi_on_one_gpu():
     ({"nvidia.com/gpu": 2}, "gpu-platform-smoke-cuda-gpu"),
 ])
 def test_cuda_pod_for_other_resources_gets_its_own_name(resources, name):
-    pod = smoke.cuda_pod(NS, DIGEST_IMAGE, resources)
+    pod = smoke_objects.cuda_pod(NS, DIGEST_IMAGE, resources)
     assert pod["metadata"]["name"] == name
     assert pod["spec"]["containers"][0]["resources"]["limits"] == {k: str(v) for k, v in resources.items()}
 
 
 def test_dra_claim_pod_gets_its_gpu_through_a_resource_claim_template():
-    template, pod = smoke.dra_claim_pod(NS, CUDA_IMAGE)
+    template, pod = smoke_objects.dra_claim_pod(NS, CUDA_IMAGE)
     assert (template["apiVersion"], template["kind"]) == ("resource.k8s.io/v1", "ResourceClaimTemplate")
     assert template["spec"] == {"spec": {"devices": {"requests": [
         {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1}}]}}}
@@ -111,13 +112,13 @@ def test_dra_claim_pod_gets_its_gpu_through_a_resource_claim_template():
 
 
 def test_dra_claim_pod_uses_the_given_device_class():
-    template = smoke.dra_claim_pod(NS, CUDA_IMAGE, device_class="mig.nvidia.com")[0]
+    template = smoke_objects.dra_claim_pod(NS, CUDA_IMAGE, device_class="mig.nvidia.com")[0]
     assert template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == "mig.nvidia.com"
 
 
 @pytest.mark.parametrize("replicas", [2, 4])
 def test_volcano_gang_job_is_all_or_nothing(replicas):
-    (job,) = smoke.gang_job("volcano", NS, CUDA_IMAGE, replicas=replicas, queue="research")
+    (job,) = smoke_objects.gang_job("volcano", NS, CUDA_IMAGE, replicas=replicas, queue="research")
     assert (job["apiVersion"], job["kind"]) == ("batch.volcano.sh/v1alpha1", "Job")
     spec = job["spec"]
     assert spec["minAvailable"] == replicas
@@ -129,12 +130,12 @@ def test_volcano_gang_job_is_all_or_nothing(replicas):
     assert pod_spec["restartPolicy"] == "Never"
     (container,) = pod_spec["containers"]
     assert container["resources"]["limits"] == {"nvidia.com/gpu": "1"}
-    assert smoke.GANG_MARKER in container["command"][-1]
+    assert smoke_objects.GANG_MARKER in container["command"][-1]
 
 
 @pytest.mark.parametrize("replicas", [2, 3])
 def test_kai_gang_is_a_pod_group_its_pods_join(replicas):
-    objects = smoke.gang_job("kai", NS, CUDA_IMAGE, replicas=replicas, queue="team-a")
+    objects = smoke_objects.gang_job("kai", NS, CUDA_IMAGE, replicas=replicas, queue="team-a")
     group, pods = objects[0], objects[1:]
     assert (group["apiVersion"], group["kind"]) == ("scheduling.run.ai/v2alpha2", "PodGroup")
     assert group["spec"] == {"minMember": replicas, "queue": "team-a"}
@@ -155,21 +156,21 @@ def test_kai_gang_is_a_pod_group_its_pods_join(replicas):
 
 def test_gang_member_prints_a_start_time_that_parses(tmp_path):
     """Run the member's print statement in a real shell and read it back as check_gang's input."""
-    (job,) = smoke.gang_job("volcano", NS, CUDA_IMAGE)
+    (job,) = smoke_objects.gang_job("volcano", NS, CUDA_IMAGE)
     script = job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["command"][-1]
     echo = script.split(";")[0]
     out = subprocess.run(["sh", "-c", echo], env=dict(os.environ, NODE_NAME="gpu-a"), check=True,
                          capture_output=True, text=True).stdout
     assert out.rstrip().endswith(" on gpu-a")
-    started = smoke.start_time_from_log("some noise\n" + out)
+    started = smoke_checks.start_time_from_log("some noise\n" + out)
     now = datetime.datetime.now(datetime.timezone.utc)
-    result = smoke.check_gang({"a": started, "b": now.isoformat()}, 60)
+    result = smoke_checks.check_gang({"a": started, "b": now.isoformat()}, 60)
     assert result["passed"], result
 
 
 def test_start_time_from_log_without_the_marker_is_none():
-    assert smoke.start_time_from_log("sh: date: not found\n") is None
-    assert smoke.start_time_from_log(None) is None
+    assert smoke_checks.start_time_from_log("sh: date: not found\n") is None
+    assert smoke_checks.start_time_from_log(None) is None
 
 
 def test_nccl_job_two_tasks_with_ssh_and_svc_plugins():
@@ -233,10 +234,10 @@ def test_pod_scripts_are_valid_shell(script):
 
 
 def all_objects():
-    yield smoke.cuda_pod(NS, CUDA_IMAGE)
-    yield from smoke.dra_claim_pod(NS, CUDA_IMAGE)
-    yield from smoke.gang_job("volcano", NS, CUDA_IMAGE)
-    yield from smoke.gang_job("kai", NS, CUDA_IMAGE)
+    yield smoke_objects.cuda_pod(NS, CUDA_IMAGE)
+    yield from smoke_objects.dra_claim_pod(NS, CUDA_IMAGE)
+    yield from smoke_objects.gang_job("volcano", NS, CUDA_IMAGE)
+    yield from smoke_objects.gang_job("kai", NS, CUDA_IMAGE)
     yield from smoke_nccl.nccl_job(NS, NCCL_IMAGE, network="rdma-net")
 
 
@@ -274,7 +275,7 @@ def test_pinned_images_are_accepted_as_given():
     (NVIDIA_SMI_H100.encode(), 2, "570.124.06"),
 ])
 def test_nvidia_smi_table_passes(log, gpus, driver):
-    result = smoke.check_nvidia_smi(log)
+    result = smoke_checks.check_nvidia_smi(log)
     assert result["passed"] is True
     assert "saw %d GPU(s)" % gpus in result["reason"]
     assert "driver %s" % driver in result["reason"]
@@ -283,28 +284,28 @@ def test_nvidia_smi_table_passes(log, gpus, driver):
 
 
 def test_nvml_mismatch_fails_quoting_the_first_line():
-    result = smoke.check_nvidia_smi(NVML_MISMATCH)
+    result = smoke_checks.check_nvidia_smi(NVML_MISMATCH)
     assert result["passed"] is False
     assert "'Failed to initialize NVML: Driver/library version mismatch'" in result["reason"]
     assert result["evidence"] == ["Failed to initialize NVML: Driver/library version mismatch"]
 
 
 def test_nvidia_smi_header_without_gpu_rows_fails():
-    result = smoke.check_nvidia_smi(SMI_HEADER_ONLY)
+    result = smoke_checks.check_nvidia_smi(SMI_HEADER_ONLY)
     assert result["passed"] is False
     assert "no GPU row" in result["reason"] and "570.124.06" in result["reason"]
 
 
 @pytest.mark.parametrize("log", ["", None, "\n\n"])
 def test_empty_nvidia_smi_log_fails(log):
-    result = smoke.check_nvidia_smi(log)
+    result = smoke_checks.check_nvidia_smi(log)
     assert result["passed"] is False
     assert "the log is empty" in result["reason"]
 
 
 def test_gpu_rows_without_the_header_fail():
     rows_only = "\n".join(NVIDIA_SMI_H100.splitlines()[8:12])
-    result = smoke.check_nvidia_smi(rows_only)
+    result = smoke_checks.check_nvidia_smi(rows_only)
     assert result["passed"] is False
     assert "did not print its GPU table" in result["reason"]
 
@@ -312,7 +313,7 @@ def test_gpu_rows_without_the_header_fail():
 # ---------------------------------------------------------------- nccl
 
 def test_nccl_over_ib_with_gdrdma_passes():
-    result = smoke_nccl.check_nccl(NCCL_IB_LOG, 150)
+    result = smoke_nccl_check.check_nccl(NCCL_IB_LOG, 150)
     assert result["passed"] is True, result["reason"]
     assert "GDRDMA on 6 of 6 NET channel lines" in result["reason"]
     assert "175.888 GB/s >= 150 GB/s" in result["reason"]
@@ -322,11 +323,11 @@ def test_nccl_over_ib_with_gdrdma_passes():
 
 
 def test_nccl_threshold_equal_to_the_average_passes():
-    assert smoke_nccl.check_nccl(NCCL_IB_LOG, "175.888")["passed"] is True
+    assert smoke_nccl_check.check_nccl(NCCL_IB_LOG, "175.888")["passed"] is True
 
 
 def test_nccl_over_sockets_fails_naming_the_transport():
-    result = smoke_nccl.check_nccl(NCCL_SOCKET_LOG, 20)  # bandwidth clears 20 GB/s: the transport alone decides
+    result = smoke_nccl_check.check_nccl(NCCL_SOCKET_LOG, 20)  # bandwidth clears 20 GB/s: the transport alone decides
     assert result["passed"] is False
     assert result["reason"].startswith("NCCL did not use GPUDirect RDMA over InfiniBand")
     assert "it used: P2P/CUMEM/read, NET/Socket/0" in result["reason"]
@@ -336,20 +337,20 @@ def test_nccl_over_sockets_fails_naming_the_transport():
 
 
 def test_nccl_below_threshold_fails_with_both_numbers():
-    result = smoke_nccl.check_nccl(NCCL_IB_LOG, 200)
+    result = smoke_nccl_check.check_nccl(NCCL_IB_LOG, 200)
     assert result["passed"] is False
     assert result["reason"] == "the average bus bandwidth 175.888 GB/s is below the threshold 200 GB/s"
     assert result["evidence"] == ["# Avg bus bandwidth    : 175.888"]
 
 
 def test_nccl_socket_and_slow_reports_both_problems():
-    result = smoke_nccl.check_nccl(NCCL_SOCKET_LOG, 100)
+    result = smoke_nccl_check.check_nccl(NCCL_SOCKET_LOG, 100)
     assert "did not use GPUDirect RDMA" in result["reason"]
     assert "22.3969 GB/s is below the threshold 100 GB/s" in result["reason"]
 
 
 def test_nccl_run_cut_off_before_the_bandwidth_line_fails():
-    result = smoke_nccl.check_nccl(NCCL_CUT_LOG, 150)
+    result = smoke_nccl_check.check_nccl(NCCL_CUT_LOG, 150)
     assert result["passed"] is False
     assert "did not finish (no '# Avg bus bandwidth' line)" in result["reason"]
     assert "GPUDirect" not in result["reason"]  # GDRDMA was there; only the end is missing
@@ -359,14 +360,14 @@ def test_nccl_run_cut_off_before_the_bandwidth_line_fails():
 
 def test_nccl_wrong_values_fail_even_when_fast():
     log = NCCL_IB_LOG.replace("# Out of bounds values : 0 OK", "# Out of bounds values : 3 FAILED")
-    result = smoke_nccl.check_nccl(log, 150)
+    result = smoke_nccl_check.check_nccl(log, 150)
     assert result["passed"] is False
     assert "3 wrong values" in result["reason"]
 
 
 def test_nccl_with_mpirun_tagged_output_passes():
     tagged = "\n".join("[1,0]<stdout>:" + line for line in NCCL_IB_LOG.splitlines())
-    result = smoke_nccl.check_nccl(tagged, 150)
+    result = smoke_nccl_check.check_nccl(tagged, 150)
     assert result["passed"] is True
     assert "peak 178.35 GB/s at 8589934592 bytes" in result["reason"]  # the table rows are read through the tags
 
@@ -374,7 +375,7 @@ def test_nccl_with_mpirun_tagged_output_passes():
 def test_nccl_gdrdma_on_receives_only_still_proves_gpudirect():
     """With GDR read off (send side staged through host memory) only [receive] lines carry GDRDMA."""
     log = "\n".join(line.replace("/GDRDMA", "") if "[send]" in line else line for line in NCCL_IB_LOG.splitlines())
-    result = smoke_nccl.check_nccl(log, 150)
+    result = smoke_nccl_check.check_nccl(log, 150)
     assert result["passed"] is True
     assert "GDRDMA on 3 of 6 NET channel lines" in result["reason"]
 
@@ -384,27 +385,27 @@ def test_nccl_newer_format_with_proxy_rank_and_pci_suffix_passes():
     log = log.replace("[receive] via NET/IB/0/GDRDMA", "[receive] via NET/IBext_v8/0")
     log = log.replace("[receive] via NET/IB/1/GDRDMA", "[receive] via NET/IBext_v8/1")
     log = log.replace("[send] via NET/IB/1/GDRDMA", "[send] via NET/IBext_v8/1")
-    result = smoke_nccl.check_nccl(log, 150)
+    result = smoke_nccl_check.check_nccl(log, 150)
     assert result["passed"] is True
     assert "GDRDMA on 2 of 6" in result["reason"]
 
 
 def test_nccl_ranks_on_one_node_are_reported():
     log = "\n".join(line for line in NCCL_IB_LOG.splitlines() if "via NET/" not in line)
-    result = smoke_nccl.check_nccl(log, 150)
+    result = smoke_nccl_check.check_nccl(log, 150)
     assert result["passed"] is False
     assert "it used: P2P/CUMEM/read (no network transport at all: were all ranks on one node?)" in result["reason"]
 
 
 def test_nccl_without_debug_output_says_so():
     log = "\n".join(line for line in NCCL_IB_LOG.splitlines() if "NCCL INFO" not in line)
-    result = smoke_nccl.check_nccl(log, 150)
+    result = smoke_nccl_check.check_nccl(log, 150)
     assert result["passed"] is False
     assert "no channel lines at all (NCCL_DEBUG=INFO was not in effect" in result["reason"]
 
 
 def test_nccl_empty_log_fails_on_both_counts():
-    result = smoke_nccl.check_nccl("", 150)
+    result = smoke_nccl_check.check_nccl("", 150)
     assert result["passed"] is False
     assert "did not use GPUDirect RDMA" in result["reason"] and "did not finish" in result["reason"]
 
@@ -412,7 +413,7 @@ def test_nccl_empty_log_fails_on_both_counts():
 # ---------------------------------------------------------------- gang
 
 def test_gang_started_together_passes():
-    result = smoke.check_gang(gang_pods("2026-03-03T09:14:27Z", "2026-03-03T09:14:29Z"), 30, replicas=2)
+    result = smoke_checks.check_gang(gang_pods("2026-03-03T09:14:27Z", "2026-03-03T09:14:29Z"), 30, replicas=2)
     assert result["passed"] is True
     assert "all 2 gang pods started within 2 s" in result["reason"]
     assert result["evidence"][0] == "gpu-platform-smoke-gang-member-0 started 2026-03-03T09:14:27+00:00"
@@ -421,32 +422,32 @@ def test_gang_started_together_passes():
 def test_gang_accepts_mixed_time_forms():
     base = datetime.datetime(2026, 3, 3, 9, 14, 27, tzinfo=datetime.timezone.utc)
     times = [base, base.timestamp() + 1.5, "2026-03-03T10:14:28.250+01:00", "2026-03-03 09:14:27.9z"]
-    result = smoke.check_gang(times, 2)
+    result = smoke_checks.check_gang(times, 2)
     assert result["passed"] is True, result
     assert "within 1.5 s" in result["reason"]
 
 
 def test_gang_partly_started_fails():
-    result = smoke.check_gang(gang_pods("2026-03-03T09:14:27Z", None), 30, replicas=2)
+    result = smoke_checks.check_gang(gang_pods("2026-03-03T09:14:27Z", None), 30, replicas=2)
     assert result["passed"] is False
     assert "only 1 of 2 gang pods started (not started: gpu-platform-smoke-gang-member-1)" in result["reason"]
     assert "gpu-platform-smoke-gang-member-1 did not start" in result["evidence"]
 
 
 def test_gang_with_fewer_records_than_replicas_fails():
-    result = smoke.check_gang(gang_pods("2026-03-03T09:14:27Z", "2026-03-03T09:14:27Z"), 30, replicas=3)
+    result = smoke_checks.check_gang(gang_pods("2026-03-03T09:14:27Z", "2026-03-03T09:14:27Z"), 30, replicas=3)
     assert result["passed"] is False
     assert "only 2 of 3" in result["reason"]
 
 
 def test_gang_none_started_fails():
-    result = smoke.check_gang(gang_pods(None, ""), 30)
+    result = smoke_checks.check_gang(gang_pods(None, ""), 30)
     assert result["passed"] is False
     assert result["reason"].startswith("none of the 2 gang pods started")
 
 
 def test_gang_started_apart_fails():
-    result = smoke.check_gang(gang_pods("2026-03-03T09:14:27Z", "2026-03-03T09:15:12Z"), 30)
+    result = smoke_checks.check_gang(gang_pods("2026-03-03T09:14:27Z", "2026-03-03T09:15:12Z"), 30)
     assert result["passed"] is False
     assert "started 45 s apart" in result["reason"] and "more than the 30 s window" in result["reason"]
     assert result["evidence"] == ["gpu-platform-smoke-gang-member-0 started 2026-03-03T09:14:27+00:00",
@@ -454,34 +455,34 @@ def test_gang_started_apart_fails():
 
 
 def test_gang_with_more_pods_than_replicas_fails():
-    result = smoke.check_gang(gang_pods("2026-03-03T09:14:27Z", "2026-03-03T09:14:27Z"), 30, replicas=1)
+    result = smoke_checks.check_gang(gang_pods("2026-03-03T09:14:27Z", "2026-03-03T09:14:27Z"), 30, replicas=1)
     assert result["passed"] is False
     assert "2 pods started but the gang has 1" in result["reason"]
 
 
 def test_gang_with_no_pods_fails():
-    assert smoke.check_gang({}, 30)["passed"] is False
+    assert smoke_checks.check_gang({}, 30)["passed"] is False
 
 
 # ---------------------------------------------------------------- allocatable
 
 def test_allocatable_matching_passes():
-    result = smoke.check_allocatable({"gpu-a": {"nvidia.com/gpu": 32}},
-                                     {"gpu-a": {"nvidia.com/gpu": "32", "cpu": "96"}})
+    result = smoke_checks.check_allocatable({"gpu-a": {"nvidia.com/gpu": 32}},
+                                            {"gpu-a": {"nvidia.com/gpu": "32", "cpu": "96"}})
     assert result["passed"] is True
     assert result["evidence"] == ["gpu-a: nvidia.com/gpu 32 as expected"]
 
 
 def test_allocatable_from_node_objects():
     nodes = [gpu_node("gpu-a", gpus=8), gpu_node("gpu-b", gpus=4)]
-    result = smoke.check_allocatable({"gpu-a": {"nvidia.com/gpu": 8}, "gpu-b": {"nvidia.com/gpu": 8}}, nodes)
+    result = smoke_checks.check_allocatable({"gpu-a": {"nvidia.com/gpu": 8}, "gpu-b": {"nvidia.com/gpu": 8}}, nodes)
     assert result["passed"] is False
     assert result["reason"] == ("1 of 2 node resources differ from what was expected: "
                                 "gpu-b: nvidia.com/gpu expected 8, advertises 4")
 
 
 def test_allocatable_missing_resource_and_node_fail():
-    result = smoke.check_allocatable(
+    result = smoke_checks.check_allocatable(
         {"gpu-a": {"nvidia.com/gpu.shared": 32, "nvidia.com/gpu": 0}, "gpu-z": {"nvidia.com/gpu": 8}},
         {"gpu-a": {"nvidia.com/gpu": "0"}})
     assert result["passed"] is False
@@ -491,7 +492,7 @@ def test_allocatable_missing_resource_and_node_fail():
 
 
 def test_allocatable_with_nothing_expected_fails():
-    assert smoke.check_allocatable({}, {"gpu-a": {"nvidia.com/gpu": "8"}})["passed"] is False
+    assert smoke_checks.check_allocatable({}, {"gpu-a": {"nvidia.com/gpu": "8"}})["passed"] is False
 
 
 # ---------------------------------------------------------------- summary
@@ -505,7 +506,7 @@ def result(layer, check, passed=True, reason="ok", evidence=(), obj=None, skippe
 
 
 def test_summary_one_line_per_layer_in_order():
-    nccl = smoke_nccl.check_nccl(NCCL_SOCKET_LOG, 20)
+    nccl = smoke_nccl_check.check_nccl(NCCL_SOCKET_LOG, 20)
     results = [
         result("gpu_operator", "cuda"),
         result("gpu_sharing", "allocatable"),
@@ -555,19 +556,19 @@ def test_summary_with_nothing_verified_does_not_pass(results):
 def cuda(**kw):
     args = {"namespace": NS, "image": CUDA_IMAGE}
     args.update(kw)
-    return smoke.cuda_pod(**args)
+    return smoke_objects.cuda_pod(**args)
 
 
 def dra(**kw):
     args = {"namespace": NS, "image": CUDA_IMAGE}
     args.update(kw)
-    return smoke.dra_claim_pod(**args)
+    return smoke_objects.dra_claim_pod(**args)
 
 
 def gang(**kw):
     args = {"scheduler": "volcano", "namespace": NS, "image": CUDA_IMAGE}
     args.update(kw)
-    return smoke.gang_job(**args)
+    return smoke_objects.gang_job(**args)
 
 
 def nccl(**kw):
@@ -612,19 +613,19 @@ BAD = [
     (lambda: cuda(resources={}), "smoke_tests_cuda_resources", "must be a dictionary"),
     (lambda: cuda(resources={"nvidia.com/gpu": 1.5}), "smoke_tests_cuda_resources", "not a whole number"),
     (lambda: dra(device_class="GPU"), "smoke_tests_dra_device_class", "is not a DeviceClass name"),
-    (lambda: smoke_nccl.check_nccl(NCCL_IB_LOG, 0), "smoke_tests_nccl_min_busbw_gbps", "must be greater than 0"),
-    (lambda: smoke_nccl.check_nccl(NCCL_IB_LOG, -5), "smoke_tests_nccl_min_busbw_gbps", "must be greater than 0"),
-    (lambda: smoke_nccl.check_nccl(NCCL_IB_LOG, "fast"), "smoke_tests_nccl_min_busbw_gbps", "'fast' is not a number"),
-    (lambda: smoke_nccl.check_nccl(NCCL_IB_LOG, True), "smoke_tests_nccl_min_busbw_gbps", "True is not a number"),
-    (lambda: smoke_nccl.check_nccl(NCCL_IB_LOG, None), "smoke_tests_nccl_min_busbw_gbps", "None is not a number"),
-    (lambda: smoke_nccl.check_nccl(NCCL_IB_LOG, float("nan")), "smoke_tests_nccl_min_busbw_gbps", "not a finite number"),
-    (lambda: smoke.check_gang(gang_pods("x", None), 30), "start_times", "'x' is not a time"),
-    (lambda: smoke.check_gang("2026-03-03T09:14:27Z", 30), "start_times", "must map pod names to start times"),
-    (lambda: smoke.check_gang(gang_pods(None), 0), "smoke_tests_gang_window_seconds", "must be greater than 0"),
-    (lambda: smoke.check_allocatable({"gpu-a": {"nvidia.com/gpu": "8"}}, {}), "expected_allocatable",
+    (lambda: smoke_nccl_check.check_nccl(NCCL_IB_LOG, 0), "smoke_tests_nccl_min_busbw_gbps", "must be greater than 0"),
+    (lambda: smoke_nccl_check.check_nccl(NCCL_IB_LOG, -5), "smoke_tests_nccl_min_busbw_gbps", "must be greater than 0"),
+    (lambda: smoke_nccl_check.check_nccl(NCCL_IB_LOG, "fast"), "smoke_tests_nccl_min_busbw_gbps", "'fast' is not a number"),
+    (lambda: smoke_nccl_check.check_nccl(NCCL_IB_LOG, True), "smoke_tests_nccl_min_busbw_gbps", "True is not a number"),
+    (lambda: smoke_nccl_check.check_nccl(NCCL_IB_LOG, None), "smoke_tests_nccl_min_busbw_gbps", "None is not a number"),
+    (lambda: smoke_nccl_check.check_nccl(NCCL_IB_LOG, float("nan")), "smoke_tests_nccl_min_busbw_gbps", "not a finite number"),
+    (lambda: smoke_checks.check_gang(gang_pods("x", None), 30), "start_times", "'x' is not a time"),
+    (lambda: smoke_checks.check_gang("2026-03-03T09:14:27Z", 30), "start_times", "must map pod names to start times"),
+    (lambda: smoke_checks.check_gang(gang_pods(None), 0), "smoke_tests_gang_window_seconds", "must be greater than 0"),
+    (lambda: smoke_checks.check_allocatable({"gpu-a": {"nvidia.com/gpu": "8"}}, {}), "expected_allocatable",
      "is not a count"),
-    (lambda: smoke.check_allocatable({"gpu-a": 8}, {}), "expected_allocatable", "must map node names"),
-    (lambda: smoke.check_allocatable({"gpu-a": {"nvidia.com/gpu": 8}}, "gpu-a"), "allocatable",
+    (lambda: smoke_checks.check_allocatable({"gpu-a": 8}, {}), "expected_allocatable", "must map node names"),
+    (lambda: smoke_checks.check_allocatable({"gpu-a": {"nvidia.com/gpu": 8}}, "gpu-a"), "allocatable",
      "must map node names to allocatable resources"),
     (lambda: smoke.summary([{"check": "cuda", "passed": True}]), "results", "item 0 has no layer"),
     (lambda: smoke.summary("gpu_operator: PASS"), "results", "must be a list"),

@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke as flow
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke_allocatable
 
 CONFIG = {"version": "v1", "mig-configs": {
     "all-disabled": [{"devices": "all", "mig-enabled": False}],
@@ -19,7 +19,7 @@ POOL = {"name": "training", "node_selector": {"nodepool": "training"}, "sharing"
 
 
 def node(name, product="NVIDIA-A100-SXM4-80GB", count="8"):
-    return {"metadata": {"name": name, "labels": {flow.GPU_PRODUCT_LABEL: product, flow.GPU_COUNT_LABEL: count}}}
+    return {"metadata": {"name": name, "labels": {smoke_allocatable.GPU_PRODUCT_LABEL: product, smoke_allocatable.GPU_COUNT_LABEL: count}}}
 
 
 def test_the_plan_checks_the_custom_layout_and_runs_a_pod_on_one_of_its_profiles():
@@ -31,16 +31,16 @@ def test_the_plan_checks_the_custom_layout_and_runs_a_pod_on_one_of_its_profiles
 
 
 def test_the_custom_layout_gives_the_expected_allocatable_per_node():
-    expected, per_gpu, layout = flow.allocatable_inputs({"mig_layout": "training-mix", "mig_strategy": "mixed",
-                                                         "mig_config": CONFIG})
+    expected, per_gpu, layout = smoke_allocatable.allocatable_inputs({"mig_layout": "training-mix", "mig_strategy": "mixed",
+                                                                      "mig_config": CONFIG})
     assert expected is None and per_gpu is None
-    wanted = flow.expected_from_mig_layout([node("gpu-1")], *layout)
+    wanted = smoke_allocatable.expected_from_mig_layout([node("gpu-1")], *layout)
     assert wanted == {"gpu-1": {"nvidia.com/mig-3g.40gb": 12, "nvidia.com/mig-1g.10gb": 8,
                                 "nvidia.com/mig-2g.20gb": 4}}
 
 
 def test_a_layout_missing_from_the_custom_config_is_refused_before_any_read():
     with pytest.raises(ParamError, match="^mig_layout: 'all-1g.10gb' is not a config of mig_config"):
-        flow.allocatable_inputs({"mig_layout": "all-1g.10gb", "mig_config": CONFIG})
+        smoke_allocatable.allocatable_inputs({"mig_layout": "all-1g.10gb", "mig_config": CONFIG})
     with pytest.raises(ParamError, match="^mig_layout: 'training-mix' is not a standard layout name"):
-        flow.allocatable_inputs({"mig_layout": "training-mix"})
+        smoke_allocatable.allocatable_inputs({"mig_layout": "training-mix"})

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_types, smoke, smoke_nccl
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_types, smoke, smoke_nccl, smoke_nccl_check
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.fakes.nccl_logs import NCCL_IB_LOG
 from tests.unit.test_smoke import NCCL_IMAGE, NS, settings
@@ -143,10 +143,10 @@ def test_unknown_scheduler_is_refused():
 
 def test_gdrdma_over_sockets_is_not_gpudirect_over_infiniband():
     log = NCCL_IB_LOG.replace("via NET/IB/", "via NET/Socket/")
-    result = smoke_nccl.check_nccl(log, 100)
+    result = smoke_nccl_check.check_nccl(log, 100)
     assert result["passed"] is False
     assert "over InfiniBand" in result["reason"] and "NET/Socket/0/GDRDMA" in result["reason"]
     bracket = "w0:41:88 [0] NCCL INFO Channel 00 : 0[0] -> 8[0] via NET/Socket/0 [GDRDMA]\n"
     stripped = "\n".join(line for line in NCCL_IB_LOG.splitlines() if "via NET/" not in line)
-    assert smoke_nccl.check_nccl(stripped + "\n" + bracket, 100)["passed"] is False
-    assert smoke_nccl.check_nccl(NCCL_IB_LOG, 100)["passed"] is True
+    assert smoke_nccl_check.check_nccl(stripped + "\n" + bracket, 100)["passed"] is False
+    assert smoke_nccl_check.check_nccl(NCCL_IB_LOG, 100)["passed"] is True

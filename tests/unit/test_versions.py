@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import versions
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import version_parse, versions
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 
 DOCS = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "versions.md")
@@ -144,7 +144,7 @@ def test_rule_data_is_well_formed():
             if key == "features":
                 assert set(spec) <= set(versions.FEATURES)
             else:
-                versions.parse_range(key, spec)  # raises on a malformed range
+                version_parse.parse_range(key, spec)  # raises on a malformed range
 
 
 def test_every_works_rule_speaks_for_a_pair():
@@ -302,7 +302,7 @@ def test_imprecise_version_cannot_rule_out_a_breaking_rule(monkeypatch):
     ("driver", 580, (580,), None),
 ])
 def test_parse_version(key, text, parts, pre):
-    version = versions.parse_version(key, text)
+    version = version_parse.parse_version(key, text)
     assert version.parts == parts
     assert version.pre == pre
 
@@ -340,7 +340,7 @@ def test_parse_version(key, text, parts, pre):
     ("driver", "580", "580.x", True),
 ])
 def test_in_range(key, text, spec, expected):
-    assert versions.in_range(key, versions.parse_version(key, text), spec) is expected
+    assert version_parse.in_range(key, version_parse.parse_version(key, text), spec) is expected
 
 
 def test_features_forms():

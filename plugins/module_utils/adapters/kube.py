@@ -6,94 +6,23 @@
 Private to the collection: not a public API. get / list (label and field selectors) /
 server-side apply / label patch / delete / wait, each write with server-side dry-run for
 check mode. The ``kubernetes`` library is imported lazily; its absence is a clear error.
-Waits take an injectable clock so tests and simulated controllers run without real sleeps.
+Retries are in kube_retry.py, waits (with an injectable clock) in kube_wait.py.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import time
 
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube_retry import (
+    CONNECT_TIMEOUT, READ_TIMEOUT, RETRIES, retry_policy)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects as domain_objects
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.names import FIELD_MANAGER
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError, ToolError
-
-FIELD_MANAGER = "gpu-platform"
-
-# Transient failures are retried with bounded exponential back-off and jitter: 429 (the server's flow control;
-# its Retry-After is honoured up to RETRY_AFTER_MAX seconds), 500, 502, 503, 504, connection resets and read
-# time-outs, for idempotent requests only: reads, server-side apply and merge patches, deletes. A POST (a create,
-# an eviction) is not retried on an answer, as it may have taken effect and an eviction's 429 is a
-# PodDisruptionBudget's verdict that node_maintenance waits on itself. A request that never left (connection
-# refused) is retried whatever its method.
-RETRY_STATUSES = (429, 500, 502, 503, 504)
-IDEMPOTENT = frozenset(("GET", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"))
-RETRIES = 4
-BACKOFF = 0.5  # seconds before the first retry, doubling each time
-BACKOFF_MAX = 8.0
-JITTER = 0.5
-RETRY_AFTER_MAX = 30.0
-CONNECT_TIMEOUT = 10
-READ_TIMEOUT = 60
-
-
-def worst_case_seconds(connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT):
-    """The longest one API call can take, retries included: every attempt times out and every pause is the
-    longest allowed (docs/hardening.md quotes it)."""
-    attempts = RETRIES + 1
-    return attempts * (connect_timeout + read_timeout) + RETRIES * max(RETRY_AFTER_MAX, BACKOFF_MAX + JITTER)
-
-
-def retry_policy():
-    """The urllib3 Retry the client's connection pool uses (see RETRY_STATUSES)."""
-    from urllib3.util.retry import Retry  # pylint: disable=import-outside-toplevel
-
-    class ApiRetry(Retry):
-        """Retry-After honoured, but never longer than RETRY_AFTER_MAX."""
-
-        def get_retry_after(self, response):
-            seconds = super().get_retry_after(response)
-            return None if seconds is None else min(seconds, RETRY_AFTER_MAX)
-
-    return ApiRetry(total=RETRIES, connect=RETRIES, read=RETRIES, status=RETRIES, other=0, redirect=0,
-                    status_forcelist=RETRY_STATUSES, allowed_methods=IDEMPOTENT, backoff_factor=BACKOFF,
-                    backoff_max=BACKOFF_MAX, backoff_jitter=JITTER, respect_retry_after_header=True,
-                    raise_on_status=False, raise_on_redirect=False)
-
-
-class WaitTimeout(GpuPlatformError):
-    """A wait ran out of time; ``last`` is the last thing seen."""
 
 
 class EvictionRefused(ToolError):
     """The API answered an eviction with 429 TooManyRequests (a PodDisruptionBudget); retry later."""
-
-
-class RealClock:
-    """Monotonic wall clock. A clock is anything with ``time()`` (seconds) and ``sleep(seconds)``."""
-
-    @staticmethod
-    def time():
-        return time.monotonic()
-
-    @staticmethod
-    def sleep(seconds):
-        time.sleep(seconds)
-
-
-def wait_for(fetch, ready, timeout, clock=None, interval=2.0, describe=None):
-    """Poll ``fetch()`` until ``ready(value)`` is true; raise WaitTimeout with ``describe(value)``."""
-    clock = clock or RealClock()
-    deadline = clock.time() + timeout
-    while True:
-        value = fetch()
-        if ready(value):
-            return value
-        remaining = deadline - clock.time()
-        if remaining <= 0:
-            detail = describe(value) if describe else repr(value)
-            raise WaitTimeout("timed out after %ss: %s" % (timeout, detail), last=value)
-        clock.sleep(min(interval, remaining))
 
 
 def _import_kubernetes():

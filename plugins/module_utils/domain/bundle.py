@@ -15,10 +15,10 @@ resources whose CRD arrives in an earlier wave, ``SkipDryRunOnMissingResource=tr
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.names import MANAGED_BY
 
 FLUX_KUSTOMIZE = "kustomize.toolkit.fluxcd.io/v1"
 KUSTOMIZE = "kustomize.config.k8s.io/v1beta1"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu_platform.cluster"}
 PREFIX = "gpu-platform-"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"

@@ -65,8 +65,9 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import images, objects, validate, versions
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import images, objects, validate, version_parse, versions
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.names import MANAGED_BY
 
 CHART_NAME = "nvidia-dra-driver-gpu"
 CHART_VERSION = "25.12.0"
@@ -161,7 +162,7 @@ def _parse(key, value, field):
         raise ParamError(field, "%r is a number, not a version string (YAML reads 1.30 as 1.3)" % (value,),
                          "quote it, e.g. \"1.34\"" if key == "kubernetes" else "quote it, e.g. \"580.95.05\"")
     try:
-        return versions.parse_version(key, value)
+        return version_parse.parse_version(key, value)
     except ParamError:
         what, example = PARSE_WORDS[key]
         raise ParamError(field, "%r is not %s" % (value, what), "give %s" % example) from None
@@ -179,7 +180,7 @@ def check_supported(kubernetes_version, driver_version, driver_owner):
     kube = _parse("kubernetes", kubernetes_version, "kubernetes version")
     warnings = []
     kube_rule = _rule(KUBERNETES_FLOOR_RULE)
-    outcome = versions.in_range("kubernetes", kube, kube_rule["when"]["kubernetes"])
+    outcome = version_parse.in_range("kubernetes", kube, kube_rule["when"]["kubernetes"])
     if outcome is True:
         raise ParamError("kubernetes version", "Kubernetes %s is below the DRA floor of %s: DRA's %s is GA from %s "
                          "[%s, source: %s]" % (kube, _floor(kube_rule, "kubernetes"), RESOURCE_API,
@@ -201,7 +202,7 @@ def check_supported(kubernetes_version, driver_version, driver_owner):
                            driver_rule["source"]))
         return warnings
     driver = _parse("driver", text, driver_field)
-    outcome = versions.in_range("driver", driver, driver_rule["when"]["driver"])
+    outcome = version_parse.in_range("driver", driver, driver_rule["when"]["driver"])
     if outcome is True:
         raise ParamError(driver_field, "driver %s is below the DRA floor of branch %s: the DRA driver needs NVIDIA "
                          "driver %s or later [%s, source: %s; %s]" % (
@@ -320,6 +321,11 @@ def gpu_operator_values(disable_device_plugin=False):
     return out
 
 
+def gpu_operator_values_when(enabled):
+    """gpu_operator_values() when the DRA path is ``enabled`` (DRA on and the operator owns the driver), else {}."""
+    return gpu_operator_values() if enabled else {}
+
+
 # -- example claim ---------------------------------------------------------------------------------
 
 def example_claim(namespace, name="gpu-claim", image="nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04",
@@ -330,8 +336,7 @@ def example_claim(namespace, name="gpu-claim", image="nvcr.io/nvidia/cuda:12.9.1
     validate.dns_label(FIELDS["namespace"], namespace)
     validate.dns_label(FIELDS["name"], name)
     image = validate.pinned_image(FIELDS["image"], image)
-    labels = dict({"app.kubernetes.io/managed-by": "gpu_platform.cluster", "app.kubernetes.io/name": name},
-                  **(labels or {}))
+    labels = dict(dict(MANAGED_BY, **{"app.kubernetes.io/name": name}), **(labels or {}))
     template = {
         "apiVersion": RESOURCE_API, "kind": "ResourceClaimTemplate",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},

@@ -16,12 +16,12 @@ import hashlib
 import re
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm_release import OCI, REPO
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.names import MANAGED_BY
 
 FLUX_HELM = "helm.toolkit.fluxcd.io/v2"
 FLUX_SOURCE = "source.toolkit.fluxcd.io/v1"
 ARGO = "argoproj.io/v1alpha1"
 HELM_CHART_LAYER = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu_platform.cluster"}
 SHA_ANNOTATION = "gpu-platform.io/chart-sha256"
 
 

@@ -11,9 +11,8 @@ the schema tests check every key this produces against that file.
 from __future__ import annotations
 
 import copy
-import re
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade, images, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade, images, validate, version_parse
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm_release import deep_merge
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
@@ -21,8 +20,6 @@ MIG_STRATEGIES = ("none", "single", "mixed")
 # Components whose chart values take imagePullSecrets in v26.7 (dcgmExporter does not).
 PULL_SECRET_COMPONENTS = ("operator", "validator", "driver", "toolkit", "devicePlugin", "gfd", "migManager",
                           "nodeStatusExporter", "gds", "gdrcopy")
-DRIVER_VERSION = re.compile(r"^\d{3}\.\d{1,3}(\.\d{1,3})?$")
-KUBE_VERSION = re.compile(r"^v?(\d+)\.(\d+)")
 
 
 def _bool(settings, key):
@@ -78,7 +75,7 @@ def build_values(settings):
         raise ParamError("gpu_operator_rdma_use_host_mofed", "is true but gpu_operator_rdma_enabled is false",
                          "enable RDMA (gpu_operator_rdma_enabled: true) or drop the host MOFED setting")
     driver_version = settings.get("driver_version") or ""
-    if driver_version and not DRIVER_VERSION.match(str(driver_version)):
+    if driver_version and not version_parse.is_full_driver_version(str(driver_version)):
         raise ParamError("gpu_operator_driver_version", "%r is not a driver version" % (driver_version,),
                          "give a full version such as 580.95.05, or leave it empty for the chart's default")
     if driver_version and not driver:
@@ -127,11 +124,15 @@ def build_values(settings):
 
 
 def parse_kube_version(text):
-    match = KUBE_VERSION.match(str(text or "").strip())
-    if not match:
+    """(major, minor) of a Kubernetes version as the cluster's /version reports it (v1.34.1, v1.34.1-eks-123, 1.34)."""
+    try:
+        parts = version_parse.parse_version("kubernetes", str(text or "").strip()).parts
+    except ParamError:
+        parts = None
+    if parts is None:
         raise ParamError("kubernetes version", "%r is not a Kubernetes version" % (text,),
                          "check the cluster's /version answer")
-    return int(match.group(1)), int(match.group(2))
+    return parts[0], parts[1]
 
 
 def version_at_least(actual, minimum):

@@ -4,20 +4,19 @@
 """Pure logic of a pinned Helm release: validation, chart sources, values, and the plan.
 
 Private to the collection: not a public API. Pure: standard library only, no I/O.
-The workflow (workflows/helm_release.py) feeds it what the adapters read.
+The workflow (workflows/helm_release.py) feeds it what the adapters read; what Helm recorded (release Secrets,
+``helm list`` entries) is read in ``domain.helm_release_records``.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import copy
-import gzip
 import json
 import re
 from dataclasses import dataclass, field
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate, version_parse
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm_release_records import split_chart_field
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 
 REPO = "repo"
@@ -27,7 +26,6 @@ LOCAL_TGZ = "local_tgz"
 
 PENDING = ("pending-install", "pending-upgrade", "pending-rollback")
 CHART_NAME = re.compile(r"^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$", re.IGNORECASE)
-CHART_FIELD = re.compile(r"^(?P<name>.+?)-(?P<version>v?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]*)?)$")
 
 
 @dataclass(frozen=True)
@@ -229,79 +227,6 @@ def build_request(params, local_kind=None):
     return ReleaseRequest(chart=chart, version=version, chart_sha256=digest, values={}, **common)
 
 
-# What ``helm list --deployed --failed --pending --uninstalling`` shows (superseded revisions never are).
-LISTED_STATES = ("deployed", "failed", "pending-install", "pending-upgrade", "pending-rollback", "uninstalling")
-RELEASE_SECRET_TYPE = "helm.sh/release.v1"
-GZIP_MAGIC = b"\x1f\x8b\x08"
-
-
-class BadReleaseRecord(ValueError):
-    """A release Secret whose record cannot be read (not helm's encoding)."""
-
-
-def decode_release_record(data):
-    """The release JSON in a release Secret's ``data.release`` (API base64 of helm's base64 of gzip'd JSON)."""
-    try:
-        raw = base64.b64decode(base64.b64decode(data, validate=True), validate=True)
-        if raw[:3] == GZIP_MAGIC:
-            raw = gzip.decompress(raw)
-        record = json.loads(raw.decode("utf-8"))
-    except (TypeError, ValueError, OSError, EOFError, binascii.Error) as exc:
-        raise BadReleaseRecord("not a helm release record (%s)" % exc)
-    if not isinstance(record, dict) or not record.get("name"):
-        raise BadReleaseRecord("a helm release record without a name")
-    return record
-
-
-def releases_from_secrets(secrets):
-    """``helm list -A`` (latest revision per release, listed states only) and each release's user values.
-
-    Read from the release Secrets (``owner=helm``) that helm itself reads for ``list`` and ``get values``,
-    so a converged release needs no helm process. Returns (list entries shaped as ``helm list -o json``
-    prints them, {(namespace, name): values}). Raises BadReleaseRecord for a record helm did not write.
-    """
-    latest = {}
-    for secret in secrets:
-        if secret.get("type") != RELEASE_SECRET_TYPE:
-            continue
-        record = decode_release_record(((secret.get("data") or {}).get("release")) or "")
-        key = (record.get("namespace") or (secret.get("metadata") or {}).get("namespace"), record["name"])
-        if key not in latest or int(record.get("version") or 0) > int(latest[key].get("version") or 0):
-            latest[key] = record
-    entries, values = [], {}
-    for (namespace, name), record in sorted(latest.items()):
-        info = record.get("info") or {}
-        if info.get("status") not in LISTED_STATES:
-            continue
-        meta = (record.get("chart") or {}).get("metadata") or {}
-        entries.append({"name": name, "namespace": namespace, "revision": str(record.get("version") or 0),
-                        "updated": info.get("last_deployed", ""), "status": info.get("status"),
-                        "chart": "%s-%s" % (meta.get("name", ""), meta.get("version", "")),
-                        "app_version": meta.get("appVersion", "")})
-        values[(namespace, name)] = record.get("config") or {}
-    return entries, values
-
-
-def split_chart_field(chart_field):
-    """``helm list`` reports chart as NAME-VERSION; split it (names may contain dashes)."""
-    match = CHART_FIELD.match(chart_field or "")
-    if not match:
-        return chart_field or "", ""
-    return match.group("name"), match.group("version")
-
-
-def same_version(a, b):
-    """Chart versions compare with the optional leading 'v' ignored (Helm does the same)."""
-    return (a or "").lstrip("v") == (b or "").lstrip("v")
-
-
-def find_release(releases, name, namespace):
-    for rel in releases:
-        if rel.get("name") == name and rel.get("namespace") == namespace:
-            return rel
-    return None
-
-
 def check_other_namespaces(releases, request):
     """Refuse a second release of the same chart in another namespace."""
     others = []
@@ -354,7 +279,7 @@ def plan_present(request, deployed, deployed_values, history=None):
     reasons = []
     if chart_name != request.chart.name:
         reasons.append("chart %s -> %s" % (chart_name, request.chart.name))
-    if not same_version(version, request.version):
+    if not version_parse.same_chart_version(version, request.version):
         reasons.append("version %s -> %s" % (version, request.version))
     if current != request.values:
         reasons.append("values differ")
@@ -381,22 +306,3 @@ def plan_absent(deployed):
         return Plan("none", ["release does not exist"])
     chart_name, version = split_chart_field(deployed.get("chart"))
     return Plan("uninstall", ["release exists"], before=describe(chart_name, version, deployed.get("status"), None), after={})
-
-
-def release_summary(request, info, chart_name=None):
-    """The release part of the module result from helm's JSON (list entry or release object)."""
-    if info is None:
-        return {"name": request.name, "namespace": request.namespace, "status": "absent"}
-    if "info" in info:  # a full release object (helm upgrade/status -o json)
-        meta = (info.get("chart") or {}).get("metadata") or {}
-        return {
-            "name": info.get("name"), "namespace": info.get("namespace"),
-            "chart": meta.get("name"), "version": meta.get("version"), "app_version": meta.get("appVersion"),
-            "revision": int(info.get("version") or 0), "status": (info.get("info") or {}).get("status"),
-        }
-    name, version = split_chart_field(info.get("chart"))
-    return {
-        "name": info.get("name"), "namespace": info.get("namespace"),
-        "chart": chart_name or name, "version": version, "app_version": info.get("app_version"),
-        "revision": int(info.get("revision") or 0), "status": info.get("status"),
-    }

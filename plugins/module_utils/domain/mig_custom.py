@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.names import MANAGED_BY
 
 FIELD = "gpu_sharing_mig_config"
 CONFIG_MAP = "custom-mig-parted-config"
@@ -73,7 +74,7 @@ def config_map(config, text, name=CONFIG_MAP, namespace=DEFAULT_NAMESPACE):
     if check_config(config) is None:
         return None
     return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "gpu_platform.cluster"}},
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)},
             "data": {CONFIG_KEY: text}}
 
 

@@ -2,13 +2,12 @@
 # Copyright: gpu_platform.cluster contributors
 # Apache License 2.0 (see LICENSE)
 """Prometheus Operator objects for the GPU Operator's DCGM exporter: a ServiceMonitor that scrapes
-it and a PrometheusRule with recording rules and alerts (monitoring role).
+it and a PrometheusRule with recording rules and alerts, and the Grafana dashboard's ConfigMap (monitoring role).
 
 Private to the collection: not a public API. Pure: standard library only.
-Metric names, types and labels follow dcgm-exporter 4.8.3 (image tag 4.6.0-4.8.3, the version GPU
-Operator v26.7.0 pins in shared/upstream/gpu-operator/values.default.yaml, dcgmExporter.version).
-Every fact below names its source; the schema tests check the ServiceMonitor against the upstream
-CRD (prometheus-operator v0.93.0, shared/upstream/monitoring).
+The metrics and the PromQL over them are in ``domain.monitoring_metrics`` (dcgm-exporter 4.8.3), the dashboard's
+panels in ``domain.monitoring_panels``. Every fact below names its source; the schema tests check the
+ServiceMonitor against the upstream CRD (prometheus-operator v0.93.0, shared/upstream/monitoring).
 """
 
 from __future__ import annotations
@@ -17,83 +16,12 @@ import json
 import re
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.monitoring_metrics import (
+    DCGM_EXPORTER_VERSION, _literal, _per_gpu, framebuffer_ratio_expr, thresholds_from, xid_changes_expr)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.monitoring_panels import (
+    _gpu_panels, _layout, _node_panels, _variables)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
-
-# The dcgm-exporter image the tables below were audited against (GPU Operator v26.7.0
-# values.yaml, dcgmExporter.version; shared/upstream/gpu-operator/values.default.yaml).
-DCGM_EXPORTER_VERSION = "4.6.0-4.8.3"
-
-# The metrics dcgm-exporter 4.8.3 exports with its shipped default counters.
-# Sources:
-# - https://raw.githubusercontent.com/NVIDIA/dcgm-exporter/4.6.0-4.8.3/etc/default-counters.csv
-#   (etc/default-counters.csv at tag 4.6.0-4.8.3: the active rows, their Prometheus types)
-# - https://github.com/NVIDIA/dcgm-exporter/blob/cecb62a2fee146a20d4cf3003aa88bf7d14769cc/docs/metrics.md
-#   (the table of the metrics that default file enables, with units)
-# The GPU Operator does not run the exporter with default-counters.csv but sets
-# DCGM_EXPORTER_COLLECTORS=/etc/dcgm-exporter/dcp-metrics-included.csv
-# (https://github.com/NVIDIA/gpu-operator/blob/main/assets/state-dcgm-exporter/0800_daemonset.yaml);
-# in 4.8.x that file enables the same rows (it differs in comments only).
-# PCIe throughput: the NVML counters DCGM_FI_DEV_PCIE_TX_THROUGHPUT / _RX_THROUGHPUT of older
-# releases are NOT in this default set. PCIe throughput comes from the profiling (DCP) fields
-# DCGM_FI_PROF_PCIE_TX_BYTES / _RX_BYTES, which are gauges already holding bytes per second (no
-# rate() needed) and exist only on data-centre GPUs from Volta on, with the DCGM profiling module.
-# DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is typed counter in docs/metrics.md; one secondary write-up of the
-# 4.8.3 CSV lists it as gauge. No rule here uses it.
-# dcgm-exporter 4.9.0 renames 23 of these fields and changes units (memory in bytes, utilisation as a
-# ratio: https://newreleases.io/project/github/NVIDIA/dcgm-exporter/release/4.9.0), so re-audit this
-# table and the rules when the GPU Operator moves past 4.8.x.
-DCGM_METRICS = {
-    "DCGM_FI_DEV_SM_CLOCK": {"type": "gauge", "unit": "MHz", "help": "Clock of the streaming multiprocessors."},
-    "DCGM_FI_DEV_MEM_CLOCK": {"type": "gauge", "unit": "MHz", "help": "Clock of the GPU memory."},
-    "DCGM_FI_DEV_MEMORY_TEMP": {"type": "gauge", "unit": "celsius", "help": "Temperature of the GPU memory."},
-    "DCGM_FI_DEV_GPU_TEMP": {"type": "gauge", "unit": "celsius", "help": "Temperature of the GPU die."},
-    "DCGM_FI_DEV_POWER_USAGE": {"type": "gauge", "unit": "watts", "help": "Power the board draws now."},
-    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": {"type": "counter", "unit": "millijoules",
-                                             "help": "Energy used since the driver was loaded."},
-    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": {"type": "counter", "unit": "retries",
-                                        "help": "PCIe packets resent; growth points at a bad link."},
-    "DCGM_FI_DEV_GPU_UTIL": {"type": "gauge", "unit": "percent",
-                             "help": "Share of the sample period in which a kernel was running."},
-    "DCGM_FI_DEV_MEM_COPY_UTIL": {"type": "gauge", "unit": "percent",
-                                  "help": "Share of the sample period spent reading or writing memory."},
-    "DCGM_FI_DEV_ENC_UTIL": {"type": "gauge", "unit": "percent", "help": "Video encoder busy share."},
-    "DCGM_FI_DEV_DEC_UTIL": {"type": "gauge", "unit": "percent", "help": "Video decoder busy share."},
-    "DCGM_FI_DEV_XID_ERRORS": {"type": "gauge", "unit": "xid",
-                               "help": "Code of the most recent XID error (a value, not a count)."},
-    "DCGM_FI_DEV_FB_FREE": {"type": "gauge", "unit": "MiB", "help": "Framebuffer (GPU) memory still free."},
-    "DCGM_FI_DEV_FB_USED": {"type": "gauge", "unit": "MiB", "help": "Framebuffer (GPU) memory in use."},
-    "DCGM_FI_DEV_FB_RESERVED": {"type": "gauge", "unit": "MiB",
-                                "help": "Framebuffer memory the driver keeps for itself."},
-    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": {"type": "counter", "unit": "count",
-                                           "help": "NVLink bandwidth counter summed over all lanes."},
-    "DCGM_FI_DEV_VGPU_LICENSE_STATUS": {"type": "gauge", "unit": "status", "help": "vGPU licence state."},
-    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": {"type": "counter", "unit": "rows",
-                                                "help": "Memory rows remapped after uncorrectable errors."},
-    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": {"type": "counter", "unit": "rows",
-                                              "help": "Memory rows remapped after correctable errors."},
-    "DCGM_FI_DEV_ROW_REMAP_FAILURE": {"type": "gauge", "unit": "boolean",
-                                      "help": "1 when a row could not be remapped (no spare rows left)."},
-    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": {"type": "gauge", "unit": "ratio",
-                                      "help": "Share of time the graphics/compute engine had work."},
-    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": {"type": "gauge", "unit": "ratio",
-                                        "help": "Share of cycles the tensor-core pipe was busy."},
-    "DCGM_FI_PROF_DRAM_ACTIVE": {"type": "gauge", "unit": "ratio",
-                                 "help": "Share of cycles the memory interface was moving data."},
-    "DCGM_FI_PROF_PCIE_TX_BYTES": {"type": "gauge", "unit": "bytes_per_second",
-                                   "help": "PCIe send rate, headers included (Volta and newer)."},
-    "DCGM_FI_PROF_PCIE_RX_BYTES": {"type": "gauge", "unit": "bytes_per_second",
-                                   "help": "PCIe receive rate, headers included (Volta and newer)."},
-}
-
-# Labels dcgm-exporter 4.8.x puts on every GPU metric. Sources: the render template in
-# internal/pkg/rendermetrics of NVIDIA/dcgm-exporter (gpu, UUID, pci_bus_id, device, modelName, and
-# GPU_I_PROFILE / GPU_I_ID for MIG instances); the 4.6.0-4.8.3 release notes rename the Hostname
-# label to hostname (https://docs.nvidia.com/datacenter/dcgm/latest/release-notes/dcgm-exporter.html);
-# DCGM_FI_DRIVER_VERSION is a "label" row of the default CSV; pod / namespace / container are the
-# workload using the GPU, added in Kubernetes mode (DCGM_EXPORTER_KUBERNETES=true, which the GPU
-# Operator sets).
-DCGM_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "GPU_I_PROFILE", "GPU_I_ID", "hostname",
-               "DCGM_FI_DRIVER_VERSION", "pod", "namespace", "container")
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.names import MANAGED_BY
 
 # The Service the GPU Operator creates for the exporter: name nvidia-dcgm-exporter, label
 # app=nvidia-dcgm-exporter, port "gpu-metrics" 9400/TCP. Sources:
@@ -110,23 +38,12 @@ METRICS_PATH = "/metrics"
 # Our objects are not named nvidia-dcgm-exporter: the GPU Operator owns a ServiceMonitor of that name
 # when dcgmExporter.serviceMonitor.enabled (true by default in v26.7.0) and would overwrite ours.
 OBJECT_NAME = "gpu-platform-dcgm-exporter"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu_platform.cluster"}
 RECORDING_GROUP = "gpu-platform-dcgm.rules"
 ALERTING_GROUP = "gpu-platform-dcgm.alerts"
 
 # Prometheus duration as the CRDs accept it (pattern of endpoints[].interval in
 # shared/upstream/monitoring/servicemonitors.monitoring.coreos.com.yaml).
 DURATION = re.compile(r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$")
-DCGM_NAME = re.compile(r"(?<![A-Za-z0-9_:])DCGM_[A-Z0-9_]+(?![A-Za-z0-9_:])")
-
-DEFAULT_THRESHOLDS = {"temperature_celsius": 85, "memory_ratio": 0.95, "for_minutes": 5, "xid_window_minutes": 10}
-TEMPERATURE_RANGE = (30, 120)
-
-# The labels that identify one GPU (or MIG instance) in the rules. "node" comes from the
-# ServiceMonitor's relabeling; GPU_I_ID is empty unless MIG is on. In Kubernetes mode the exporter
-# emits one series per pod sharing a GPU (time-slicing), all with the same value, so the rules take
-# max by these labels first: one result per GPU, not one per pod.
-GPU_LABELS = ("node", "gpu", "UUID", "modelName", "GPU_I_ID")
 
 
 def _release_label(value):
@@ -203,72 +120,6 @@ def service_monitor(namespace, release_label=None, interval="15s"):
     }
 
 
-def _number(field, value, low, high, fix):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ParamError(field, "%r is not a number" % (value,), fix)
-    if not low(value) or not high(value):
-        raise ParamError(field, "%r is out of range" % (value,), fix)
-    return value
-
-
-def _minutes(field, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ParamError(field, "%r is not a whole number of minutes of at least 1" % (value,),
-                         "give an integer such as 5")
-    return value
-
-
-def thresholds_from(thresholds):
-    """The alert thresholds: ``DEFAULT_THRESHOLDS`` updated with the keys given (None means default)."""
-    if thresholds is None:
-        thresholds = {}
-    if not isinstance(thresholds, dict):
-        raise ParamError("monitoring_thresholds", "must be a dictionary",
-                         "give e.g. {temperature_celsius: 85, memory_ratio: 0.95, for_minutes: 5}")
-    unknown = sorted(str(k) for k in thresholds if k not in DEFAULT_THRESHOLDS)
-    if unknown:
-        raise ParamError("monitoring_thresholds.%s" % unknown[0], "is not a known threshold",
-                         "use only %s" % ", ".join(sorted(DEFAULT_THRESHOLDS)))
-    out = dict(DEFAULT_THRESHOLDS)
-    out.update({k: v for k, v in thresholds.items() if v is not None})
-    low, high = TEMPERATURE_RANGE
-    _number("monitoring_thresholds.temperature_celsius", out["temperature_celsius"],
-            lambda v: v >= low, lambda v: v <= high,
-            "give degrees Celsius between %d and %d, e.g. 85" % (low, high))
-    _number("monitoring_thresholds.memory_ratio", out["memory_ratio"], lambda v: v > 0, lambda v: v <= 1,
-            "give a ratio above 0 and at most 1, e.g. 0.95 for 95% of the framebuffer")
-    _minutes("monitoring_thresholds.for_minutes", out["for_minutes"])
-    _minutes("monitoring_thresholds.xid_window_minutes", out["xid_window_minutes"])
-    return out
-
-
-def _literal(number):
-    """A PromQL number literal: 85, 0.95, 85.5."""
-    return str(number) if isinstance(number, int) else repr(float(number))
-
-
-def _per_gpu(expr):
-    return "max by (%s) (%s)" % (", ".join(GPU_LABELS), expr)
-
-
-def framebuffer_ratio_expr():
-    """Used share of the usable framebuffer per GPU: FB_USED / (FB_USED + FB_FREE).
-
-    FB_RESERVED (kept by the driver) is left out: it is never available to workloads."""
-    used = _per_gpu("DCGM_FI_DEV_FB_USED")
-    return "%s / (%s + %s)" % (used, used, _per_gpu("DCGM_FI_DEV_FB_FREE"))
-
-
-def xid_changes_expr(window_minutes):
-    """How often the last-XID value changed per GPU within the window.
-
-    DCGM_FI_DEV_XID_ERRORS is a gauge holding the code of the most recent XID, not a counter, so
-    rate()/increase() mean nothing on it. changes() counts new values: a first XID (0 -> 79) or a
-    different one (79 -> 48). It cannot see the same code repeated, so it is a lower bound of the
-    XID events."""
-    return _per_gpu("changes(DCGM_FI_DEV_XID_ERRORS[%dm])" % window_minutes)
-
-
 def _gpu_text():
     return "GPU {{ $labels.gpu }} ({{ $labels.modelName }}, {{ $labels.UUID }}) on node {{ $labels.node }}"
 
@@ -342,13 +193,8 @@ def prometheus_rule(namespace, thresholds=None, release_label=None):
     }
 
 
-def metrics_in(expr):
-    """The set of DCGM_* metric names a PromQL expression uses."""
-    return set(DCGM_NAME.findall(str(expr or "")))
-
-
 # ---------------------------------------------------------------- the Grafana dashboard
-# A Grafana dashboard (JSON model) for the metrics above, shipped as a ConfigMap for Grafana's
+# A Grafana dashboard (JSON model) for the exporter's metrics, shipped as a ConfigMap for Grafana's
 # dashboard sidecar and as a plain JSON file in the GitOps bundle.
 # Sources:
 # - the dashboard JSON model (uid at most 40 characters of letters, digits, '-' and '_'; panels with
@@ -359,9 +205,7 @@ def metrics_in(expr):
 #   grafana_dashboard, labelValue "1" and searchNamespace ALL, and provisions a Prometheus data source
 #   of uid "prometheus" (grafana.sidecar.datasources.uid)
 #   (https://github.com/prometheus-community/helm-charts/blob/main/charts/kube-prometheus-stack/values.yaml).
-# - units are Grafana's unit ids: percent (0-100), celsius, watt, Bps (bytes per second), short, none.
-# The queries use only DCGM_METRICS names and the labels of GPU_LABELS (DCGM_LABELS plus the ServiceMonitor's
-# "node"), and take the same max-by-GPU first as the rules, so time-sliced GPUs are not counted once per pod.
+# The panels (their queries and units) are in monitoring_panels.py.
 DASHBOARD_UID = "gpu-platform-dcgm"
 DASHBOARD_TITLE = "GPU platform / DCGM"
 DASHBOARD_SCHEMA_VERSION = 39
@@ -369,17 +213,6 @@ DASHBOARD_FILE = "gpu-platform-dcgm.json"
 DASHBOARD_CONFIG_MAP = "gpu-platform-dcgm-dashboard"
 DASHBOARD_SIDECAR_LABEL = {"grafana_dashboard": "1"}
 GRAFANA_UID = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
-NODE_LABEL = "node"
-DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
-# The metric the node and gpu variables list their values from: every GPU reports its die temperature.
-VARIABLE_METRIC = "DCGM_FI_DEV_GPU_TEMP"
-NODE_SELECTOR = 'node=~"$node"'
-GPU_SELECTOR = 'node=~"$node", gpu=~"$gpu"'
-GPU_LEGEND = "{{node}} GPU {{gpu}}"
-NODE_LEGEND = "{{node}}"
-GRID_WIDTH = 24
-PANEL_HEIGHT = 8
-IDENTIFIER = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 
 
 def _grafana_uid(field, value):
@@ -387,163 +220,6 @@ def _grafana_uid(field, value):
         raise ParamError(field, "%r is not a Grafana uid" % (value,),
                          "use 1 to 40 letters, digits, '-' or '_', e.g. %s" % DASHBOARD_UID)
     return value
-
-
-def _series(metric, selector, window=None):
-    """One series per GPU (or MIG instance) of ``metric`` on the chosen nodes and GPUs."""
-    inner = "%s{%s}" % (metric, selector)
-    if window:
-        inner = "changes(%s[%dm])" % (inner, window)
-    return _per_gpu(inner)
-
-
-def _framebuffer_percent(selector, by=None):
-    used, free = _series("DCGM_FI_DEV_FB_USED", selector), _series("DCGM_FI_DEV_FB_FREE", selector)
-    if by:
-        used, free = "sum by (%s) (%s)" % (by, used), "sum by (%s) (%s)" % (by, free)
-    return "100 * %s / (%s + %s)" % (used, used, free)
-
-
-def _thresholds(red=None):
-    steps = [{"color": "green", "value": None}]
-    if red is not None:
-        steps.append({"color": "red", "value": red})
-    return {"mode": "absolute", "steps": steps}
-
-
-def _panel(title, description, unit, targets, low=None, high=None, red=None, bars=False):
-    defaults = {
-        "unit": unit,
-        "color": {"mode": "palette-classic"},
-        "thresholds": _thresholds(red),
-        "custom": {
-            "drawStyle": "bars" if bars else "line",
-            "lineWidth": 1,
-            "fillOpacity": 10,
-            "showPoints": "never",
-            "spanNulls": False,
-            "thresholdsStyle": {"mode": "off" if red is None else "line"},
-        },
-    }
-    if low is not None:
-        defaults["min"] = low
-    if high is not None:
-        defaults["max"] = high
-    return {
-        "type": "timeseries",
-        "title": title,
-        "description": description,
-        "datasource": dict(DATASOURCE),
-        "fieldConfig": {"defaults": defaults, "overrides": []},
-        "options": {
-            "legend": {"showLegend": True, "displayMode": "table", "placement": "bottom", "calcs": ["lastNotNull", "max"]},
-            "tooltip": {"mode": "multi", "sort": "desc"},
-        },
-        "targets": [{"refId": chr(ord("A") + index), "datasource": dict(DATASOURCE), "expr": expr,
-                     "legendFormat": legend, "range": True, "editorMode": "code"}
-                    for index, (expr, legend) in enumerate(targets)],
-    }
-
-
-def _percent(ratio):
-    """A ratio as a percentage without float noise (0.9 -> 90.0, not 90.00000000000001)."""
-    return round(ratio * 100, 6)
-
-
-def _row(title):
-    return {"type": "row", "title": title, "collapsed": False, "panels": []}
-
-
-def _node_panels(limits):
-    window = limits["xid_window_minutes"]
-    return [
-        _panel("GPU utilisation, mean per node",
-               "Mean of DCGM_FI_DEV_GPU_UTIL over the node's GPUs: share of time a kernel was running.",
-               "percent", [("avg by (node) (%s)" % _series("DCGM_FI_DEV_GPU_UTIL", NODE_SELECTOR), NODE_LEGEND)],
-               low=0, high=100),
-        _panel("Framebuffer used, per node",
-               "Used share of the node's GPU memory: FB_USED / (FB_USED + FB_FREE), summed over its GPUs.",
-               "percent", [(_framebuffer_percent(NODE_SELECTOR, by=NODE_LABEL), NODE_LEGEND)],
-               low=0, high=100, red=_percent(limits["memory_ratio"])),
-        _panel("Power draw, per node",
-               "DCGM_FI_DEV_POWER_USAGE summed over the node's GPUs.",
-               "watt", [("sum by (node) (%s)" % _series("DCGM_FI_DEV_POWER_USAGE", NODE_SELECTOR), NODE_LEGEND)],
-               low=0),
-        _panel("XID changes, per node (%d min)" % window,
-               "New XID codes on the node's GPUs within the last %d minutes (the window of the GpuXidError "
-               "alert). DCGM_FI_DEV_XID_ERRORS holds the last code, so this counts its changes: a lower bound "
-               "of the XID events." % window,
-               "short", [("sum by (node) (%s)" % _series("DCGM_FI_DEV_XID_ERRORS", NODE_SELECTOR, window),
-                          NODE_LEGEND)],
-               low=0, bars=True),
-    ]
-
-
-def _gpu_panels(limits):
-    window = limits["xid_window_minutes"]
-    return [
-        _panel("GPU utilisation", "DCGM_FI_DEV_GPU_UTIL: share of the sample period in which a kernel was running.",
-               "percent", [(_series("DCGM_FI_DEV_GPU_UTIL", GPU_SELECTOR), GPU_LEGEND)], low=0, high=100),
-        _panel("Framebuffer used",
-               "Used share of the usable GPU memory, FB_USED / (FB_USED + FB_FREE); the free share is 100 minus "
-               "this. The red line is the GpuFramebufferMemoryPressure threshold.",
-               "percent", [(_framebuffer_percent(GPU_SELECTOR), GPU_LEGEND)],
-               low=0, high=100, red=_percent(limits["memory_ratio"])),
-        _panel("Temperature", "DCGM_FI_DEV_GPU_TEMP, the die temperature. The red line is the GpuTemperatureHigh "
-               "threshold.",
-               "celsius", [(_series("DCGM_FI_DEV_GPU_TEMP", GPU_SELECTOR), GPU_LEGEND)],
-               red=limits["temperature_celsius"]),
-        _panel("Power draw", "DCGM_FI_DEV_POWER_USAGE, what the board draws now.",
-               "watt", [(_series("DCGM_FI_DEV_POWER_USAGE", GPU_SELECTOR), GPU_LEGEND)], low=0),
-        _panel("XID changes (%d min)" % window,
-               "How often the last-XID value changed within the last %d minutes, as the GpuXidError alert "
-               "counts it. A repeat of the same code is not seen." % window,
-               "short", [(_series("DCGM_FI_DEV_XID_ERRORS", GPU_SELECTOR, window), GPU_LEGEND)], low=0, bars=True),
-        _panel("Last XID code",
-               "DCGM_FI_DEV_XID_ERRORS: the code of the most recent XID error (0: none since the driver loaded). "
-               "Look codes up in https://docs.nvidia.com/deploy/xid-errors/.",
-               "none", [(_series("DCGM_FI_DEV_XID_ERRORS", GPU_SELECTOR), GPU_LEGEND)], low=0),
-        _panel("PCIe transmit", "DCGM_FI_PROF_PCIE_TX_BYTES, already bytes per second (profiling field, data-centre "
-               "GPUs from Volta on; empty elsewhere).",
-               "Bps", [(_series("DCGM_FI_PROF_PCIE_TX_BYTES", GPU_SELECTOR), GPU_LEGEND)], low=0),
-        _panel("PCIe receive", "DCGM_FI_PROF_PCIE_RX_BYTES, already bytes per second (profiling field, data-centre "
-               "GPUs from Volta on; empty elsewhere).",
-               "Bps", [(_series("DCGM_FI_PROF_PCIE_RX_BYTES", GPU_SELECTOR), GPU_LEGEND)], low=0),
-    ]
-
-
-def _layout(sections):
-    """Rows of full width, then their panels left to right and top to bottom; ids from 1."""
-    panels, y = [], 0
-    for title, width, members in sections:
-        panels.append(dict(_row(title), gridPos={"h": 1, "w": GRID_WIDTH, "x": 0, "y": y}))
-        y += 1
-        for index, panel in enumerate(members):
-            per_line = GRID_WIDTH // width
-            x = (index % per_line) * width
-            line = y + (index // per_line) * PANEL_HEIGHT
-            panels.append(dict(panel, gridPos={"h": PANEL_HEIGHT, "w": width, "x": x, "y": line}))
-        y += -(-len(members) // (GRID_WIDTH // width)) * PANEL_HEIGHT
-    for number, panel in enumerate(panels, start=1):
-        panel["id"] = number
-    return panels
-
-
-def _variables(datasource_uid):
-    source = {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
-              "regex": "", "hide": 0, "refresh": 1, "options": [], "current": {}}
-    if datasource_uid:
-        source["current"] = {"selected": True, "text": datasource_uid, "value": datasource_uid}
-    node_query = "label_values(%s, %s)" % (VARIABLE_METRIC, NODE_LABEL)
-    gpu_query = "label_values(%s{%s}, gpu)" % (VARIABLE_METRIC, NODE_SELECTOR)
-    common = {"type": "query", "datasource": dict(DATASOURCE), "refresh": 2, "sort": 3, "multi": True,
-              "includeAll": True, "allValue": ".*", "hide": 0, "regex": "", "options": [],
-              "current": {"selected": True, "text": ["All"], "value": ["$__all"]}}
-    return [
-        source,
-        dict(common, name="node", label="Node", query=node_query, definition=node_query),
-        dict(common, name="gpu", label="GPU", query=gpu_query, definition=gpu_query),
-    ]
 
 
 def grafana_dashboard(datasource_uid=None, title=DASHBOARD_TITLE, uid=DASHBOARD_UID, thresholds=None):
@@ -617,17 +293,3 @@ def dashboard_config_map(namespace, dashboard, labels=None):
         "metadata": {"name": DASHBOARD_CONFIG_MAP, "namespace": namespace, "labels": meta_labels},
         "data": {DASHBOARD_FILE: dashboard_json(dashboard)},
     }
-
-
-def dashboard_exprs(dashboard):
-    """Every PromQL expression of the dashboard's panels (rows' nested panels included), in order."""
-    out = []
-    for panel in (dashboard or {}).get("panels") or []:
-        for member in [panel] + list(panel.get("panels") or []):
-            out += [t["expr"] for t in member.get("targets") or [] if t.get("expr")]
-    return out
-
-
-def metric_names(expr):
-    """The identifiers of ``expr`` that start with DCGM_FI_ (a misspelt name is returned as written)."""
-    return {name for name in IDENTIFIER.findall(str(expr or "")) if name.startswith("DCGM_FI_")}

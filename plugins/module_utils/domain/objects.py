@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import copy
 
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
+
 SERVER_METADATA = ("resourceVersion", "uid", "generation", "creationTimestamp", "managedFields", "selfLink")
 
 
@@ -56,6 +58,18 @@ def restricted(pod_spec):
         container["securityContext"] = dict(container.get("securityContext") or {},
                                             **copy.deepcopy(RESTRICTED_CONTAINER))
     return spec
+
+
+def namespaces(names, labels=None):
+    """Namespace objects for ``names`` (each checked as a DNS-1123 label, an error naming its index), with ``labels``."""
+    out = []
+    for index, name in enumerate(names or []):
+        validate.dns_label("namespaces[%d]" % index, name)
+        meta = {"name": name}
+        if labels:
+            meta["labels"] = dict(labels)
+        out.append({"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
+    return out
 
 
 def node_label_objects(names, labels):

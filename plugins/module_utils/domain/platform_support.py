@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import versions
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError, Refusal
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import version_parse, versions
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 
 ACCEPT_FIELD = "gpu_platform_accept_unverified"
 INVENTORY_FIELDS = {"kubernetes": "gpu_platform_kubernetes_version", "os": "gpu_platform_node_os",
@@ -70,9 +70,9 @@ GPU_NODE_LABELS = ("nvidia.com/gpu.present", "feature.node.kubernetes.io/pci-10d
 
 def entry(component, version):
     """The PLATFORMS entry for ``component`` at ``version`` (None when no entry covers it)."""
-    parsed = versions.parse_version(component, version)
+    parsed = version_parse.parse_version(component, version)
     for item in PLATFORMS:
-        if item["component"] == component and versions.in_range(component, parsed, item["versions"]) is True:
+        if item["component"] == component and version_parse.in_range(component, parsed, item["versions"]) is True:
             return item
     return None
 
@@ -82,7 +82,7 @@ def kubernetes_floor(component, version):
     item = entry(component, version)
     if item is None:
         return ""
-    for op, bound in versions.parse_range("kubernetes", item["kubernetes"]):
+    for op, bound in version_parse.parse_range("kubernetes", item["kubernetes"]):
         if op == ">=":
             return "%d.%d" % bound.parts[:2]
     return ""
@@ -123,8 +123,8 @@ def _platform_lines(item, label, where, facts):
     lines = []
     kube = facts.get("kubernetes")
     if kube and "kubernetes" in item:
-        kube = versions.parse_version("kubernetes", kube)
-        if versions.in_range("kubernetes", kube, item["kubernetes"]) is not True:
+        kube = version_parse.parse_version("kubernetes", kube)
+        if version_parse.in_range("kubernetes", kube, item["kubernetes"]) is not True:
             lines.append("%s: Kubernetes %s is outside %s's validated range %s [%s, source: %s]"
                          % (where, kube, label, item["kubernetes"], item["id"], item["source"]))
     os_text = facts.get("os")
@@ -137,8 +137,8 @@ def _platform_lines(item, label, where, facts):
     if runtime and "runtimes" in item:
         name, version = parse_runtime(runtime)
         spec = item["runtimes"].get(name)
-        ok = spec is not None and (spec == "*" or versions.in_range(
-            "kubernetes", versions.parse_version("kubernetes", version), spec) is True)
+        ok = spec is not None and (spec == "*" or version_parse.in_range(
+            "kubernetes", version_parse.parse_version("kubernetes", version), spec) is True)
         if not ok:
             lines.append("%s: the container runtime %r is not one %s is validated with (%s) [%s, source: %s]"
                          % (where, runtime, label, ", ".join("%s %s" % kv for kv in sorted(item["runtimes"].items())),
@@ -178,7 +178,7 @@ def check(components, nodes=None, inventory=None, cluster_version=""):
             raise ParamError(INVENTORY_FIELDS[key], "%r is not text" % (value,),
                              "quote it, e.g. \"1.35\", \"Ubuntu 24.04\" or \"containerd 2.0.5\"")
     if inventory.get("kubernetes"):
-        versions.parse_version("kubernetes", inventory["kubernetes"])
+        version_parse.parse_version("kubernetes", inventory["kubernetes"])
     unverified, warnings = [], []
     for component, version in sorted((components or {}).items()):
         if version in (None, ""):
@@ -229,23 +229,26 @@ def gate(unverified, warnings, accept, combination=""):
     return lines
 
 
-def evaluate(combo, fields=None, nodes=None, inventory=None, cluster_version="", accept=False):
+def judged_combo(combo):
+    """The combination without the keys left empty (None, "" or []): those are not judged. Not a dict: as is,
+    for versions.check to refuse."""
+    if not isinstance(combo, dict):
+        return combo
+    return {k: v for k, v in combo.items() if v not in (None, "", [])}
+
+
+def evaluate(combo, nodes=None, inventory=None, cluster_version="", accept=False):
     """The preflight verdict on versions and platform together: the lines to print, or an error.
 
     A known-broken version combination is refused (versions.assert_supported). Unverified version
     pairs and unverified platform facts are refused together unless ``accept`` (ACCEPT_FIELD) is true;
-    notes and facts that were not given come back as warnings. ParamError names the user's variable
-    through ``fields`` ({combination key: variable}).
+    notes and facts that were not given come back as warnings. A bad version raises ParamError naming
+    the combination's key (``gpu_operator``); ParamError.renamed gives it the user's variable.
     """
-    fields = dict(fields or {})
-    given = {k: v for k, v in (combo or {}).items() if v not in (None, "", [])}
-    try:
-        versions.assert_supported(given)
-        verdict = versions.check(given)
-    except ParamError as exc:
-        renamed = GpuPlatformError(fields.get(exc.field, exc.field) + exc.msg[len(exc.field):])
-        raise renamed from None
+    combo = judged_combo(combo or {})
+    versions.assert_supported(combo)
+    verdict = versions.check(combo)
     notes = [m for m in verdict.messages if m not in verdict.unverified]
-    components = {k: given.get(k) for k in ("gpu_operator", "network_operator")}
+    components = {k: combo.get(k) for k in ("gpu_operator", "network_operator")}
     more, warnings = check(components, nodes, inventory, cluster_version)
     return gate(list(verdict.unverified) + more, notes + warnings, accept, verdict.combination)

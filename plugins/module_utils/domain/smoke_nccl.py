@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_platform.cluster contributors
 # Apache License 2.0 (see LICENSE)
-"""The NCCL smoke test: the proof of GPUDirect RDMA between nodes. Split from ``domain.smoke``.
+"""The NCCL smoke test: the proof of GPUDirect RDMA between nodes. Split from ``domain.smoke``; its log check is
+``domain.smoke_nccl_check``.
 
 Private to the collection: not a public API. Pure: standard library only, no I/O (the SSH key pair of the
 KAI and plain-pod runs is made by an adapter and only handed in here).
@@ -13,9 +14,9 @@ rank per GPU, so every rank's NCCL lines and the nccl-tests table land in the la
 script is one (``launcher_script``); only where the worker names come from differs:
 
 - ``volcano``: one Volcano Job with the ``ssh`` and ``svc`` plugins, which make the key pair, the host file
-  ``/etc/volcano/worker.host`` and the headless Service (facts in ``domain.smoke``'s docstring).
+  ``/etc/volcano/worker.host`` and the headless Service (facts in ``domain.smoke_objects``'s docstring).
 - ``kai``: bare Pods with ``schedulerName: kai-scheduler`` and the queue label in one KAI PodGroup
-  (``minMember`` = every pod), as ``domain.smoke.gang_job`` does; ``none``: the same bare Pods, default
+  (``minMember`` = every pod), as ``domain.smoke_objects.gang_job`` does; ``none``: the same bare Pods, default
   scheduler. Workers get ``hostname``/``subdomain`` and a headless Service of the subdomain's name that selects
   them, so ``<hostname>.<subdomain>`` resolves in the namespace [kubernetes.io docs "DNS for Services and Pods",
   Pod's hostname and subdomain fields; ``publishNotReadyAddresses`` makes the records exist before readiness].
@@ -24,24 +25,20 @@ script is one (``launcher_script``); only where the worker names come from diffe
   keys in files writable by others [OpenSSH sshd(8) StrictModes]). The same layout as the MPI Operator's
   launcher and workers (a Secret of an SSH key pair mounted at the ssh directory [kubeflow/mpi-operator
   v2 design, sshAuthMountPath]).
-
-Log facts (sources in ``domain.smoke``): an inter-node connection over InfiniBand prints ``via NET/IB/<dev>``
-(``NET/IBext...`` from the IB external plugin), over TCP ``via NET/Socket/<dev>``; ``/GDRDMA`` follows when
-GPUDirect RDMA is used. The proof is one such channel line on ``NET/IB``.
 """
 
 from __future__ import annotations
 
-import math
 import re
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy, node_types, smoke, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
+    nic_policy, node_types, smoke_objects, validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
-FIELDS = smoke.FIELDS
-NCCL = smoke.NCCL
+FIELDS = smoke_objects.FIELDS
+NCCL = smoke_objects.NCCL
 LAUNCHER, WORKER = "launcher", "worker"
-VOLCANO, KAI, NONE = smoke.VOLCANO, smoke.KAI, "none"
+VOLCANO, KAI, NONE = smoke_objects.VOLCANO, smoke_objects.KAI, "none"
 SCHEDULERS = (VOLCANO, KAI, NONE)
 # Sizes where all_reduce is bandwidth-bound, so the average reflects the fabric, not latency.
 TEST_ARGS = ("-b", "512M", "-e", "8G", "-f", "2", "-g", "1")
@@ -60,22 +57,12 @@ TYPE_FIELD = "gpu_platform_rdma_node_type"
 NICS_FIELD = "network_operator_nics_per_pod"
 PLAN_TIMEOUT_FIELD = "smoke_tests_nccl_timeout"
 
-MPI_PREFIX = re.compile(r"^\[[^\]]*\]<std(?:out|err)>:\s?")
-TRANSPORT = re.compile(r"NCCL INFO\s+(?:Channel|Ring)\s+\d+(?:/\d+)?\s*:.*?\bvia\s+(?P<via>\S+)")
-NET_VIA = re.compile(r"^NET/")
-IB_VIA = re.compile(r"^NET/IB")  # NET/IB/<dev> and the IB plugin's NET/IBext_v<N>/<dev>
-WARN = re.compile(r"NCCL WARN\b")
-NO_IB = re.compile(r"NET/IB\s*:\s*No device found")
-AVG_BUSBW = re.compile(r"Avg bus bandwidth\s*:\s*(?P<value>\S+)")
-OUT_OF_BOUNDS = re.compile(r"Out of bounds values\s*:\s*(?P<count>\d+)")
-ROW = re.compile(r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?P<redop>\w+)\s+(?P<root>-?\d+)\s+"
-                 r"(?P<time>[\d.]+)\s+(?P<algbw>[\d.]+)\s+(?P<busbw>[\d.]+)\s+(?P<wrong>\S+)")
 NETWORK_ELEMENT = re.compile(r"^(?:(?P<ns>[a-z0-9]([-a-z0-9]*[a-z0-9])?)/)?(?P<name>[a-z0-9]([-a-z0-9.]*[a-z0-9])?)"
                              r"(?:@(?P<iface>[A-Za-z0-9][-A-Za-z0-9_.]{0,14}))?$")
 
 
 def name():
-    return smoke.PREFIX + NCCL
+    return smoke_objects.PREFIX + NCCL
 
 
 def secret_name():
@@ -156,7 +143,7 @@ def nccl_ssh_secret(namespace, private_key, public_key):
         if not isinstance(value, str) or not value.strip():
             raise ParamError(label, "is empty", "generate an SSH key pair (OpenSSH format) first")
     return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": smoke._meta(secret_name(), namespace, NCCL),
+            "metadata": smoke_objects._meta(secret_name(), namespace, NCCL),
             "stringData": {SSH_KEY_FILE: private_key, SSH_KEY_FILE + ".pub": public_key,
                            "authorized_keys": public_key, "config": SSH_CONFIG}}
 
@@ -164,9 +151,9 @@ def nccl_ssh_secret(namespace, private_key, public_key):
 def _worker_spec(image, limits):
     return {
         "restartPolicy": "Never",
-        "tolerations": [dict(smoke.GPU_TOLERATION)],
+        "tolerations": [dict(smoke_objects.GPU_TOLERATION)],
         "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-            "labelSelector": {"matchLabels": {smoke.SMOKE_LABEL: NCCL, smoke.TASK_LABEL: WORKER}},
+            "labelSelector": {"matchLabels": {smoke_objects.SMOKE_LABEL: NCCL, smoke_objects.TASK_LABEL: WORKER}},
             "topologyKey": "kubernetes.io/hostname"}]}},
         "containers": [{
             "name": "nccl-worker", "image": image, "command": ["sh", "-c", WORKER_SCRIPT],
@@ -181,7 +168,7 @@ def _worker_spec(image, limits):
 def _launcher_spec(image, nodes, gpus_per_node, workers):
     return {
         "restartPolicy": "Never",
-        "tolerations": [dict(smoke.GPU_TOLERATION)],
+        "tolerations": [dict(smoke_objects.GPU_TOLERATION)],
         "containers": [{
             "name": "mpirun", "image": image,
             "command": ["sh", "-c", launcher_script(nodes * gpus_per_node, gpus_per_node, workers)],
@@ -213,21 +200,23 @@ def nccl_job(namespace, image, nodes=2, gpus_per_node=8, rdma_resource=None, net
                          "use one of: %s" % ", ".join(SCHEDULERS))
     validate.dns_label(FIELDS["namespace"], namespace)
     image = validate.pinned_image(FIELDS["nccl_image"], image)
-    nodes = smoke._positive_int(FIELDS["nodes"], nodes, minimum=2, example="2", maximum=smoke.MAX_NCCL_NODES)
-    gpus_per_node = smoke._positive_int(FIELDS["gpus_per_node"], gpus_per_node, minimum=1, example="8",
-                                        maximum=smoke.MAX_GPUS_PER_NODE)
-    rdma = smoke._resources(FIELDS["rdma_resource"],
-                            smoke.DEFAULT_RDMA_RESOURCE if rdma_resource is None else rdma_resource, allow_empty=True)
-    if smoke.GPU_RESOURCE in rdma:
-        raise ParamError(FIELDS["rdma_resource"], "must not contain %s" % smoke.GPU_RESOURCE,
+    nodes = smoke_objects._positive_int(FIELDS["nodes"], nodes, minimum=2, example="2",
+                                        maximum=smoke_objects.MAX_NCCL_NODES)
+    gpus_per_node = smoke_objects._positive_int(FIELDS["gpus_per_node"], gpus_per_node, minimum=1, example="8",
+                                                maximum=smoke_objects.MAX_GPUS_PER_NODE)
+    rdma = smoke_objects._resources(FIELDS["rdma_resource"],
+                                    smoke_objects.DEFAULT_RDMA_RESOURCE if rdma_resource is None else rdma_resource,
+                                    allow_empty=True)
+    if smoke_objects.GPU_RESOURCE in rdma:
+        raise ParamError(FIELDS["rdma_resource"], "must not contain %s" % smoke_objects.GPU_RESOURCE,
                          "give only the RDMA resource, such as {rdma/shared_ib: 1}; GPUs come from "
                          + FIELDS["gpus_per_node"])
-    annotations = {smoke.NETWORKS_ANNOTATION: _network(network)} if network is not None else None
-    queue = smoke._queue(queue) if scheduler != NONE else None
-    limits = {smoke.GPU_RESOURCE: str(gpus_per_node)}
+    annotations = {smoke_objects.NETWORKS_ANNOTATION: _network(network)} if network is not None else None
+    queue = smoke_objects._queue(queue) if scheduler != NONE else None
+    limits = {smoke_objects.GPU_RESOURCE: str(gpus_per_node)}
     limits.update(rdma)
-    worker_labels = smoke._labels(NCCL, {smoke.TASK_LABEL: WORKER})
-    launcher_labels = smoke._labels(NCCL, {smoke.TASK_LABEL: LAUNCHER})
+    worker_labels = smoke_objects._labels(NCCL, {smoke_objects.TASK_LABEL: WORKER})
+    launcher_labels = smoke_objects._labels(NCCL, {smoke_objects.TASK_LABEL: LAUNCHER})
     if scheduler == VOLCANO:
         worker_meta = {"labels": worker_labels}
         if annotations:
@@ -239,8 +228,8 @@ def nccl_job(namespace, image, nodes=2, gpus_per_node=8, rdma_resource=None, net
                     "template": {"metadata": {"labels": launcher_labels},
                                  "spec": _launcher_spec(image, nodes, gpus_per_node, "$(cat %s)" % VOLCANO_HOST_FILE)}}
         return [{
-            "apiVersion": smoke.VOLCANO_JOB_API, "kind": "Job",
-            "metadata": smoke._meta(name(), namespace, NCCL),
+            "apiVersion": smoke_objects.VOLCANO_JOB_API, "kind": "Job",
+            "metadata": smoke_objects._meta(name(), namespace, NCCL),
             "spec": {
                 "schedulerName": VOLCANO, "queue": queue, "minAvailable": nodes + 1,
                 "plugins": {"ssh": [], "svc": []},
@@ -254,28 +243,29 @@ def nccl_job(namespace, image, nodes=2, gpus_per_node=8, rdma_resource=None, net
 
 def _bare_pods(namespace, image, nodes, gpus_per_node, limits, annotations, queue, scheduler):
     """The KAI (PodGroup) and plain-pod forms: a headless Service for the workers' names, then the pods."""
-    service = {"apiVersion": "v1", "kind": "Service", "metadata": smoke._meta(name(), namespace, NCCL),
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": smoke_objects._meta(name(), namespace, NCCL),
                "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
-                        "selector": {smoke.SMOKE_LABEL: NCCL, smoke.TASK_LABEL: WORKER},
+                        "selector": {smoke_objects.SMOKE_LABEL: NCCL, smoke_objects.TASK_LABEL: WORKER},
                         "ports": [{"name": "ssh", "port": 22, "targetPort": 22, "protocol": "TCP"}]}}
     out = [service]
     labels, pod_annotations = {}, {}
     if scheduler == KAI:
-        out.append({"apiVersion": smoke.KAI_PODGROUP_API, "kind": "PodGroup",
-                    "metadata": smoke._meta(name(), namespace, NCCL),
+        out.append({"apiVersion": smoke_objects.KAI_PODGROUP_API, "kind": "PodGroup",
+                    "metadata": smoke_objects._meta(name(), namespace, NCCL),
                     "spec": {"minMember": nodes + 1, "queue": queue}})
-        labels = {smoke.KAI_QUEUE_LABEL: queue}
-        pod_annotations = {smoke.KAI_PODGROUP_ANNOTATION: name(), smoke.KAI_SKIP_PODGROUPER: "true"}
+        labels = {smoke_objects.KAI_QUEUE_LABEL: queue}
+        pod_annotations = {smoke_objects.KAI_PODGROUP_ANNOTATION: name(), smoke_objects.KAI_SKIP_PODGROUPER: "true"}
     workers = ["%s-%s-%d" % (name(), WORKER, index) for index in range(nodes)]
     hosts = " ".join("%s.%s" % (worker, name()) for worker in workers)
 
     def pod(pod_name, task, spec, extra_annotations=None):
         if scheduler == KAI:
-            spec["schedulerName"] = smoke.KAI_SCHEDULER_NAME
+            spec["schedulerName"] = smoke_objects.KAI_SCHEDULER_NAME
         merged = dict(pod_annotations, **(extra_annotations or {}))
         return {"apiVersion": "v1", "kind": "Pod",
-                "metadata": smoke._meta(pod_name, namespace, NCCL, labels=dict(labels, **{smoke.TASK_LABEL: task}),
-                                        annotations=merged or None),
+                "metadata": smoke_objects._meta(pod_name, namespace, NCCL,
+                                                labels=dict(labels, **{smoke_objects.TASK_LABEL: task}),
+                                                annotations=merged or None),
                 "spec": _with_ssh_secret(spec)}
     launcher = _launcher_spec(image, nodes, gpus_per_node, "${%s}" % WORKERS_ENV)
     launcher["containers"][0]["env"].append({"name": WORKERS_ENV, "value": hosts})
@@ -313,7 +303,7 @@ def resource_name(mode, given=None):
 def min_busbw(value, facts):
     """The threshold in GB/s: ``value`` when given, else the node type's; neither is a ParamError naming both."""
     if value not in (None, ""):
-        return smoke.positive_number(FIELDS["min_busbw"], value, example="40")
+        return smoke_objects.positive_number(FIELDS["min_busbw"], value, example="40")
     if facts is None:
         raise ParamError(FIELDS["min_busbw"], "is empty and %s is not set, so there is no bus bandwidth threshold "
                          "for the nccl-tests run" % TYPE_FIELD,
@@ -338,7 +328,7 @@ def nccl_item(settings, common, item):
     scheduler = settings.get("scheduler") or NONE
     queue = None
     if scheduler == VOLCANO:
-        queue = settings.get("queue") or smoke.VOLCANO_DEFAULT_QUEUE
+        queue = settings.get("queue") or smoke_objects.VOLCANO_DEFAULT_QUEUE
     elif scheduler == KAI:
         queue = settings.get("queue") or settings.get("kai_queue")
         if not queue:
@@ -353,103 +343,11 @@ def nccl_item(settings, common, item):
     if not rdma:
         count = node_types.nics_per_pod(NICS_FIELD, mode, node_type, settings.get("nics_per_pod"))
         rdma = {resource_name(mode, settings.get("resource_name")): count}
-    timeout = smoke._positive_int(PLAN_TIMEOUT_FIELD, settings.get("nccl_timeout"), example="900")
+    timeout = smoke_objects._positive_int(PLAN_TIMEOUT_FIELD, settings.get("nccl_timeout"), example="900")
     nccl_job(common["namespace"], image, settings.get("nodes"), gpus, rdma, settings.get("network"),
-             queue or smoke.VOLCANO_DEFAULT_QUEUE, scheduler)
+             queue or smoke_objects.VOLCANO_DEFAULT_QUEUE, scheduler)
     params = dict(common, timeout=timeout, image=image, scheduler=scheduler, nodes=settings.get("nodes"),
                   gpus_per_node=gpus, rdma_resource=rdma, network=settings.get("network"), min_busbw_gbps=threshold)
     if queue:
         params["queue"] = queue
     return item("network_operator", NCCL, params)
-
-
-# -- the log check --------------------------------------------------------------------------------
-
-def _describe(vias, limit=6):
-    shown = vias[:limit]
-    more = len(vias) - len(shown)
-    return ", ".join(shown) + (" and %d more" % more if more > 0 else "")
-
-
-def _scan(lines):
-    out = {"transports": [], "net": [], "gdr": [], "vias": [], "avg": None, "bounds": None, "no_ib": None,
-           "warns": [], "rows": []}
-    for line in lines:
-        match = TRANSPORT.search(line)
-        if match:
-            out["transports"].append(line.strip())
-            via = match.group("via")
-            if via not in out["vias"]:
-                out["vias"].append(via)
-            if NET_VIA.match(via):
-                out["net"].append(line.strip())
-                if IB_VIA.match(via) and "/GDRDMA" in via:
-                    out["gdr"].append(line.strip())
-            continue
-        if "[GDRDMA]" in line and "NCCL" in line and "NET/IB" in line:
-            out["gdr"].append(line.strip())
-        if NO_IB.search(line) and out["no_ib"] is None:
-            out["no_ib"] = line.strip()
-        if WARN.search(line):
-            out["warns"].append(line.strip())
-        found = AVG_BUSBW.search(line)
-        if found:
-            out["avg"] = (found.group("value"), line.strip())
-        found = OUT_OF_BOUNDS.search(line)
-        if found:
-            out["bounds"] = (int(found.group("count")), line.strip())
-        row = ROW.match(line)
-        if row:
-            out["rows"].append(row)
-    return out
-
-
-def check_nccl(log, min_busbw_gbps):
-    """Passes only when a ``via NET/IB.../GDRDMA`` channel line is present (GPUDirect RDMA over InfiniBand, not
-    NET/Socket), the run finished with no wrong values, and its ``# Avg bus bandwidth`` (GB/s) is at least
-    ``min_busbw_gbps``."""
-    threshold = smoke.positive_number(FIELDS["min_busbw"], min_busbw_gbps)
-    lines = [MPI_PREFIX.sub("", v) for v in smoke._lines(log)]
-    seen = _scan(lines)
-    problems, evidence = [], []
-    if seen["gdr"]:
-        gdr_note = ("GPUDirect RDMA over InfiniBand in use (GDRDMA on %d of %d NET channel lines)"
-                    % (len(seen["gdr"]), len(seen["net"])) if seen["net"] else "GPUDirect RDMA over InfiniBand in use")
-    else:
-        if seen["vias"]:
-            used = _describe(seen["vias"])
-            if not seen["net"]:
-                used += " (no network transport at all: were all ranks on one node?)"
-        else:
-            used = "no channel lines at all (NCCL_DEBUG=INFO was not in effect, or NCCL never connected)"
-        problems.append("NCCL did not use GPUDirect RDMA over InfiniBand (no GDRDMA on any 'via NET/IB...' channel "
-                        "line, no [GDRDMA] on a NET/IB line); it used: %s" % used)
-        evidence += [(seen["net"] or seen["transports"] or [""])[0], seen["no_ib"] or ""]
-    value = None
-    avg = seen["avg"]
-    if avg is None:
-        last = smoke._first_line(reversed(lines))
-        problems.append("the nccl-tests run did not finish (no '# Avg bus bandwidth' line); last line of the log: %r"
-                        % last)
-        evidence += [seen["warns"][-1] if seen["warns"] else "", last]
-    else:
-        try:
-            value = float(avg[0])
-        except ValueError:
-            value = None
-        if value is None or math.isnan(value) or math.isinf(value):
-            problems.append("the average bus bandwidth %r is not a number" % avg[0])
-            evidence.append(avg[1])
-        elif value < threshold:
-            problems.append("the average bus bandwidth %g GB/s is below the threshold %g GB/s" % (value, threshold))
-            evidence.append(avg[1])
-    if seen["bounds"] is not None and seen["bounds"][0] > 0:
-        problems.append("nccl-tests found %d wrong values (corrupted data)" % seen["bounds"][0])
-        evidence.append(seen["bounds"][1])
-    if problems:
-        return smoke.check_result(False, "; ".join(problems), evidence)
-    rows = seen["rows"]
-    peak = max(rows, key=lambda r: float(r.group("busbw"))) if rows else None
-    peak_note = " (peak %s GB/s at %s bytes)" % (peak.group("busbw"), peak.group("size")) if peak else ""
-    return smoke.check_result(True, "%s; average bus bandwidth %g GB/s >= %g GB/s%s"
-                              % (gdr_note, value, threshold, peak_note), [seen["gdr"][0], avg[1]])

@@ -15,11 +15,16 @@ The guards refuse before any write: GitOps render mode (the bundle lives in Git)
 confirmation, and the GPU Operator's container toolkit on cloud-managed GPU nodes (AKS): the toolkit
 rewrote those nodes' containerd config and cannot restore the previous one (gpu-operator#188,
 container-toolkit#1328), so removing it leaves the node unable to run GPU containers.
+
+The charts' CRDs are listed in ``domain.uninstall_crds``; the GPU nodes at risk are read in
+``domain.uninstall_nodes``. The hosts' container runtime backup and restore are decided here too.
 """
 
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import monitoring, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.uninstall_crds import _crd_entries, _served
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.uninstall_nodes import runtime_at_risk
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 # site.yml's layers, reversed (host_runtime is the container runtime config restored on the GPU hosts).
@@ -31,73 +36,6 @@ ACCEPT_RUNTIME_LOSS = "gpu_platform_uninstall_accept_runtime_loss"
 REMOVE_CRDS = "gpu_platform_uninstall_crds"
 
 PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
-
-# The CRDs each chart installs (helm never deletes a chart's CRDs), with their custom resource kinds:
-# name -> (apiVersion served by the pinned chart version, kind).
-CHART_CRDS = {
-    "gpu-operator": {
-        "clusterpolicies.nvidia.com": ("nvidia.com/v1", "ClusterPolicy"),
-        "nvidiadrivers.nvidia.com": ("nvidia.com/v1alpha1", "NVIDIADriver"),
-    },
-    # Node Feature Discovery, a subchart of both operators (the platform runs one of the two).
-    "node-feature-discovery": {
-        "nodefeatures.nfd.k8s-sigs.io": ("nfd.k8s-sigs.io/v1alpha1", "NodeFeature"),
-        "nodefeaturerules.nfd.k8s-sigs.io": ("nfd.k8s-sigs.io/v1alpha1", "NodeFeatureRule"),
-        "nodefeaturegroups.nfd.k8s-sigs.io": ("nfd.k8s-sigs.io/v1alpha1", "NodeFeatureGroup"),
-    },
-    "network-operator": {
-        "nicclusterpolicies.mellanox.com": ("mellanox.com/v1alpha1", "NicClusterPolicy"),
-        "macvlannetworks.mellanox.com": ("mellanox.com/v1alpha1", "MacvlanNetwork"),
-        "hostdevicenetworks.mellanox.com": ("mellanox.com/v1alpha1", "HostDeviceNetwork"),
-        "ipoibnetworks.mellanox.com": ("mellanox.com/v1alpha1", "IPoIBNetwork"),
-        "ippools.nv-ipam.nvidia.com": ("nv-ipam.nvidia.com/v1alpha1", "IPPool"),
-        "cidrpools.nv-ipam.nvidia.com": ("nv-ipam.nvidia.com/v1alpha1", "CIDRPool"),
-    },
-    "volcano": {
-        "jobs.batch.volcano.sh": ("batch.volcano.sh/v1alpha1", "Job"),
-        "commands.bus.volcano.sh": ("bus.volcano.sh/v1alpha1", "Command"),
-        "podgroups.scheduling.volcano.sh": ("scheduling.volcano.sh/v1beta1", "PodGroup"),
-        "queues.scheduling.volcano.sh": ("scheduling.volcano.sh/v1beta1", "Queue"),
-        "numatopologies.nodeinfo.volcano.sh": ("nodeinfo.volcano.sh/v1alpha1", "Numatopology"),
-        "jobflows.flow.volcano.sh": ("flow.volcano.sh/v1alpha1", "JobFlow"),
-        "jobtemplates.flow.volcano.sh": ("flow.volcano.sh/v1alpha1", "JobTemplate"),
-        "hypernodes.topology.volcano.sh": ("topology.volcano.sh/v1alpha1", "HyperNode"),
-    },
-    "kai-scheduler": {
-        "queues.scheduling.run.ai": ("scheduling.run.ai/v2", "Queue"),
-        "podgroups.scheduling.run.ai": ("scheduling.run.ai/v2alpha2", "PodGroup"),
-        "bindrequests.scheduling.run.ai": ("scheduling.run.ai/v1alpha2", "BindRequest"),
-        "configs.kai.scheduler": ("kai.scheduler/v1", "Config"),
-        "schedulingshards.kai.scheduler": ("kai.scheduler/v1", "SchedulingShard"),
-    },
-    "kueue": {
-        "clusterqueues.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
-        "localqueues.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "LocalQueue"),
-        "resourceflavors.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"),
-        "workloads.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "Workload"),
-        "workloadpriorityclasses.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass"),
-        "admissionchecks.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "AdmissionCheck"),
-        "cohorts.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "Cohort"),
-        "topologies.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "Topology"),
-        "multikueueclusters.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "MultiKueueCluster"),
-        "multikueueconfigs.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "MultiKueueConfig"),
-        "provisioningrequestconfigs.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "ProvisioningRequestConfig"),
-    },
-    "nvidia-dra-driver-gpu": {
-        "computedomains.resource.nvidia.com": ("resource.nvidia.com/v1beta1", "ComputeDomain"),
-        "computedomaincliques.resource.nvidia.com": ("resource.nvidia.com/v1beta1", "ComputeDomainClique"),
-    },
-}
-
-# Kinds the platform applies that only exist while some CRD does (the object is skipped when its CRD is not
-# served: there is nothing of that kind to delete). The Prometheus Operator's CRDs are not the platform's.
-OBJECT_CRDS = {
-    ("monitoring.coreos.com", "ServiceMonitor"): "servicemonitors.monitoring.coreos.com",
-    ("monitoring.coreos.com", "PrometheusRule"): "prometheusrules.monitoring.coreos.com",
-}
-for _crds in CHART_CRDS.values():
-    for _name, (_api, _kind) in _crds.items():
-        OBJECT_CRDS[(_api.split("/")[0], _kind)] = _name
 
 # Groups whose objects go after their scheduler's release: Volcano's admission webhook refuses to delete
 # a Queue that is not Closed, and with the release gone nothing holds them.
@@ -112,9 +50,6 @@ PEERMEM_HOST_FILES = ("/etc/modules-load.d/gpu-platform-nvidia-peermem.conf",
                       "/etc/modprobe.d/gpu-platform-nvidia-peermem.conf")
 
 TOOLKIT_ISSUES = "gpu-operator#188, container-toolkit#1328"
-CLOUD_LABEL_PREFIX = "kubernetes.azure.com/"
-GPU_LABELS = ("nvidia.com/gpu.present", "kubernetes.azure.com/accelerator")
-TOOLKIT_DEPLOY_LABEL = "nvidia.com/gpu.deploy.container-toolkit"
 
 TITLES = {
     "smoke_tests": "smoke-test leftovers",
@@ -174,21 +109,6 @@ def _monitoring_objects(settings):
              for kind in ("ServiceMonitor", "PrometheusRule")]
     return rules + [{"apiVersion": "v1", "kind": "ConfigMap",
                      "metadata": {"name": monitoring.DASHBOARD_CONFIG_MAP, "namespace": dashboard}}]
-
-
-def _crd_entries(charts):
-    out = {}
-    for chart in charts:
-        out.update(CHART_CRDS[chart])
-    return out
-
-
-def _served(obj, served_crds):
-    """False when the object's kind comes from a CRD the cluster does not serve (nothing to delete)."""
-    if served_crds is None:
-        return True
-    crd = OBJECT_CRDS.get((obj["apiVersion"].split("/")[0] if "/" in obj["apiVersion"] else "", obj["kind"]))
-    return crd is None or crd in served_crds
 
 
 def identity(obj):
@@ -317,47 +237,6 @@ def describe(removal):
         if parts:
             lines.append("%d. %s: %s" % (len(lines) + 1, layer["title"], "; ".join(parts)))
     return lines
-
-
-def _labels(node):
-    return (node.get("metadata") or {}).get("labels") or {}
-
-
-def toolkit_enabled(cluster_policy):
-    """Whether a ClusterPolicy runs the container toolkit (the chart's default is on); None: no ClusterPolicy."""
-    if not cluster_policy:
-        return False
-    toolkit = (cluster_policy.get("spec") or {}).get("toolkit") or {}
-    return toolkit.get("enabled", True) is not False
-
-
-def gpu_nodes(nodes):
-    return [n for n in nodes or [] if any(_labels(n).get(k) in ("true", "nvidia") for k in GPU_LABELS)
-            and _labels(n).get(TOOLKIT_DEPLOY_LABEL) != "false"]
-
-
-def cloud_managed(node, cloud_driver="unknown"):
-    """Why a node is cloud-managed (AKS), or '' when nothing says so."""
-    labels = _labels(node)
-    if cloud_driver == "present":
-        return "gpu_operator_cloud_driver is present (the cloud's node image ships driver and runtime config)"
-    azure = sorted(k for k in labels if k.startswith(CLOUD_LABEL_PREFIX))
-    if azure:
-        return "AKS node (label %s)" % azure[0]
-    provider = (node.get("spec") or {}).get("providerID") or ""
-    if provider.startswith("azure://"):
-        return "AKS node (providerID azure://)"
-    return ""
-
-
-def runtime_at_risk(settings, cluster):
-    """The GPU nodes whose containerd config the toolkit rewrote: [{name, cloud: reason or ''}]."""
-    cluster = cluster or {}
-    if not toolkit_enabled(cluster.get("cluster_policy")):
-        return []
-    cloud_driver = settings.get("gpu_operator_cloud_driver") or "unknown"
-    return [{"name": n["metadata"]["name"], "cloud": cloud_managed(n, cloud_driver)}
-            for n in sorted(gpu_nodes(cluster.get("nodes")), key=lambda n: n["metadata"]["name"])]
 
 
 def check(removal, settings, cluster=None):

@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import version_parse
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-# Semantic version 2.0.0, with the optional leading "v" that many charts use (v25.3.0).
-EXACT_VERSION = re.compile(
-    r"^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$"
-)
 DURATION_PART = re.compile(r"(\d+)(h|m|s)")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 # An image reference, after the distribution/reference grammar (docker/distribution reference/regexp.go):
@@ -139,7 +135,7 @@ def exact_version(field, value):
     if text.lower() in ("latest", "stable", "devel", "*"):
         raise ParamError(field, "%r is not a version; every chart is pinned" % text,
                          "pin an exact chart version such as v26.7.0")
-    if not EXACT_VERSION.match(text):
+    if not version_parse.is_exact_version(text):
         raise ParamError(field, "%r is not an exact version (ranges and partial versions are refused)" % text,
                          "pin an exact semantic version such as 1.2.3, v26.7.0 or 1.0.0-rc.1")
     return text

@@ -9,32 +9,26 @@ The matrix is data (RULES, NOTES): every fact carries the source it was read fro
 that could be confirmed are here; a combination no fact speaks to is "unknown", never guessed.
 Preflight calls assert_supported(): a known-broken combination is refused with its source(s),
 an unknown one comes back as warnings, a known-good one is silent. docs/versions.md is the
-human-readable copy of this table.
-
-Ranges are half-open and written per dimension, clauses joined by commas:
-``>=26.7.0,<26.8.0``, ``>=1.33,<1.38``, ``26.3.x`` (= ``>=26.3.0,<26.4.0``), ``==26.3.3``,
-``<580``, ``*`` (any version, the dimension only has to be given).
+human-readable copy of this table. Versions and ranges are read by ``domain.version_parse``.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import version_parse
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.version_parse import VERSION_KEYS, in_range, parse_version
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 
 KNOWN_GOOD = "known-good"
 KNOWN_BROKEN = "known-broken"
 UNKNOWN = "unknown"
 
-VERSION_KEYS = ("gpu_operator", "network_operator", "kubernetes", "driver")
 COMBO_KEYS = VERSION_KEYS + ("features",)
 FEATURES = ("rdma", "dra", "mig", "time-slicing")
 FEATURE_ALIASES = {"gpudirect": "rdma", "gpudirect-rdma": "rdma", "gdr": "rdma", "timeslicing": "time-slicing",
                    "time_slicing": "time-slicing"}
-LABELS = {"gpu_operator": "GPU Operator", "network_operator": "Network Operator", "kubernetes": "Kubernetes",
-          "driver": "driver", "rdma": "GPUDirect RDMA", "dra": "DRA"}
+LABELS = dict(version_parse.LABELS, rdma="GPUDirect RDMA", dra="DRA")
 
 # Sources used more than once.
 MODULES_MD = "shared/design/MODULES.md:122 (dra_driver: refuses Kubernetes < 1.34 or driver < 580)"
@@ -193,30 +187,6 @@ PAIRS = (
     (("dra", "driver"), "dra"),
 )
 
-_OPERATOR = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+)(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?)?(?:\+[0-9A-Za-z.-]+)?$")
-# Kubernetes: v1.34.1, 1.34, and distribution builds such as v1.34.1-eks-123, v1.34.1+k3s1, 1.34.1-gke.100.
-_KUBERNETES = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.+_-]*)?$")
-# Driver: a full version (580.95.05), a partial one (580.95) or a branch (580, R580).
-_DRIVER = re.compile(r"^[Rr]?(\d+)(?:\.(\d+))?(?:\.(\d+))?$")
-_CLAUSE = re.compile(r"^(>=|<=|==|!=|>|<)?\s*(\S+)$")
-_EXAMPLES = {"gpu_operator": "v26.7.0", "network_operator": "26.4.0", "kubernetes": "v1.34.1 or 1.34",
-             "driver": "580.95.05 or the branch 580"}
-
-
-@dataclass(frozen=True)
-class Version:
-    """A version as given: its numeric parts (1 to 3) and an optional pre-release tag.
-
-    Fewer parts mean less precision: driver ``580`` stands for every 580.x.y release.
-    """
-
-    parts: Tuple[int, ...]
-    pre: Optional[str] = None
-    text: str = ""
-
-    def __str__(self):
-        return self.text or ".".join(str(p) for p in self.parts)
-
 
 @dataclass(frozen=True)
 class Verdict:
@@ -235,106 +205,6 @@ class Verdict:
     matched: tuple = ()
     messages: tuple = ()
     unverified: tuple = ()
-
-
-def _fail(key, value, what):
-    raise ParamError(key, "%r is not %s" % (value, what), "give a version such as %s" % _EXAMPLES[key])
-
-
-def parse_version(key, value):
-    """Parse one combo value (key names the dimension, and the field in errors)."""
-    if key not in VERSION_KEYS:
-        raise ParamError(key, "is not a versioned key", "use one of %s" % ", ".join(VERSION_KEYS))
-    if isinstance(value, bool) or value is None:
-        _fail(key, value, "a version")
-    if isinstance(value, float):
-        raise ParamError(key, "%r is a number, not a version string (YAML reads 1.30 as 1.3)" % (value,),
-                         "quote it, e.g. \"%s\"" % _EXAMPLES[key].split(" ")[0])
-    text = str(value).strip()
-    if key == "kubernetes":
-        match = _KUBERNETES.match(text)
-        if not match:
-            _fail(key, value, "a Kubernetes version")
-        parts = tuple(int(g) for g in match.groups() if g is not None)
-        return Version(parts, None, "%d.%d" % parts[:2] + ("" if len(parts) < 3 else ".%d" % parts[2]))
-    if key == "driver":
-        match = _DRIVER.match(text)
-        if not match:
-            _fail(key, value, "an NVIDIA driver version or branch")
-        return Version(tuple(int(g) for g in match.groups() if g is not None), None, text.lstrip("Rr"))
-    match = _OPERATOR.match(text)
-    if not match:
-        _fail(key, value, "a %s chart version" % LABELS[key])
-    major, minor, patch, pre = match.groups()
-    parts = (int(major), int(minor)) + (() if patch is None else (int(patch),))
-    return Version(parts, pre, text)
-
-
-def _pre_key(pre):
-    """Semantic-version precedence of a pre-release tag; no tag sorts after every tag."""
-    if pre is None:
-        return (1,)
-    ids = []
-    for ident in pre.split("."):
-        ids.append((0, int(ident), "") if ident.isdigit() else (1, 0, ident))
-    return (0, tuple(ids))
-
-
-def _orderings(given, bound):
-    """Possible signs of (given - bound): a set drawn from {-1, 0, 1}.
-
-    ``given`` may be less precise than ``bound`` (driver 580 against 580.95.05): then every
-    release it stands for is considered and more than one sign is possible.
-    """
-    common = min(len(given.parts), len(bound.parts))
-    for mine, theirs in zip(given.parts[:common], bound.parts[:common]):
-        if mine != theirs:
-            return {-1 if mine < theirs else 1}
-    if len(given.parts) >= len(bound.parts):
-        rest = given.parts[common:]
-        if any(rest):
-            return {1}
-        mine, theirs = _pre_key(given.pre), _pre_key(bound.pre)
-        return {0} if mine == theirs else {-1 if mine < theirs else 1}
-    if not any(bound.parts[common:]) and bound.pre is None:
-        return {0, 1}
-    return {-1, 0, 1}
-
-
-_OPS = {">=": lambda s: s >= 0, "<=": lambda s: s <= 0, ">": lambda s: s > 0, "<": lambda s: s < 0,
-        "==": lambda s: s == 0, "!=": lambda s: s != 0}
-
-
-def parse_range(key, spec):
-    """A range spec into clauses [(op, Version)]; ``*`` gives no clause (any version)."""
-    clauses = []
-    for raw in str(spec).split(","):
-        raw = raw.strip()
-        if raw == "*":
-            continue
-        if raw.endswith(".x"):
-            line = parse_version(key, raw[:-2]).parts
-            upper = line[:-1] + (line[-1] + 1,)
-            clauses += [(">=", Version(line + (0,) * (3 - len(line)))),
-                        ("<", Version(upper + (0,) * (3 - len(upper))))]
-            continue
-        match = _CLAUSE.match(raw)
-        if not match:
-            raise ParamError("versions.RULES", "range %r is not understood" % spec, "fix the matrix data")
-        clauses.append((match.group(1) or "==", parse_version(key, match.group(2))))
-    return clauses
-
-
-def in_range(key, version, spec):
-    """True, False, or None when the given precision cannot decide (driver 580 vs >=580.95.05)."""
-    result = True
-    for op, bound in parse_range(key, spec):
-        outcomes = {_OPS[op](sign) for sign in _orderings(version, bound)}
-        if outcomes == {False}:
-            return False
-        if outcomes != {True}:
-            result = None
-    return result
 
 
 def normalize(combo):

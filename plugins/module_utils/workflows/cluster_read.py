@@ -5,12 +5,13 @@
 
 Private to the collection: not a public API. The server's version from discovery (no extra request when the
 discovery cache is warm), and objects by name or by one list with selectors; a kind the cluster does not serve is
-an empty answer with ``api_found: false``, as kubernetes.core.k8s_info gives it.
+an empty answer with ``api_found: false``, as kubernetes.core.k8s_info gives it. A list answered 404 is such a kind
+too: the discovery cache still named a kind whose CRD has since been deleted (an uninstall run again).
 """
 
 from __future__ import annotations
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 
 
 def run(params, kube_factory):
@@ -34,8 +35,14 @@ def run(params, kube_factory):
             found = kube.get(api_version, kind, params["name"], namespace=params.get("namespace"))
             resources = [found] if found else []
         else:
-            resources = kube.list(api_version, kind, namespace=params.get("namespace"),
-                                  label_selector=",".join(params.get("label_selectors") or []) or None,
-                                  field_selector=",".join(params.get("field_selectors") or []) or None)
+            try:
+                resources = kube.list(api_version, kind, namespace=params.get("namespace"),
+                                      label_selector=",".join(params.get("label_selectors") or []) or None,
+                                      field_selector=",".join(params.get("field_selectors") or []) or None)
+            except ToolError as exc:
+                if exc.details.get("status") != 404:
+                    raise
+                result.update(api_found=False, resources=[])
+                return result
         result.update(api_found=True, resources=resources)
     return result

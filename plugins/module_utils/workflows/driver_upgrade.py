@@ -4,13 +4,15 @@
 """params -> read nodes, driver DaemonSets and pods -> follow the upgrade states -> result, for gpu_driver_upgrade.
 
 Private to the collection: not a public API. Read only: nothing is written to the cluster. The pure parts
-(states, verdicts, messages) are in domain/driver_upgrade.py. The clock is injectable.
+(states, verdicts, messages) are in domain/driver_upgrade_state.py, the inputs' checks in
+domain/driver_upgrade.py. The clock is injectable.
 """
 
 from __future__ import annotations
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import RealClock
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube_wait import RealClock
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade as domain
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade_state as upgrade_state
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError
 
@@ -27,10 +29,10 @@ def check_params(params):
         if not isinstance(name, str) or len(name) > 253 or not validate.DNS1123_SUBDOMAIN.match(name):
             raise ParamError("nodes", "%r is not a node name" % name, "give the names of the GPU nodes")
     selector = domain.check_selector("node_selector", params.get("node_selector", DEFAULT_NODE_SELECTOR))
-    driver_selector = domain.check_selector("driver_selector", params.get("driver_selector", domain.DRIVER_SELECTOR))
+    driver_selector = domain.check_selector("driver_selector", params.get("driver_selector", upgrade_state.DRIVER_SELECTOR))
     if not driver_selector.strip():
         raise ParamError("driver_selector", "is empty", "give the driver pods' label selector, such as %s"
-                         % domain.DRIVER_SELECTOR)
+                         % upgrade_state.DRIVER_SELECTOR)
     timeout = validate.duration_seconds("wait_timeout", params.get("wait_timeout", "60m"))
     stuck = validate.duration_seconds("stuck_timeout", params.get("stuck_timeout", "15m"))
     interval = params.get("poll_interval", 10)
@@ -98,7 +100,7 @@ class Reader:
         else:  # a node deleted meanwhile reads as one without labels
             nodes = [self.kube.get("v1", "Node", n) or {"metadata": {"name": n}} for n in names]
         daemonsets, pods = self.driver()
-        return [domain.node_view(node, pods, daemonsets) for node in nodes], daemonsets
+        return [upgrade_state.node_view(node, pods, daemonsets) for node in nodes], daemonsets
 
 
 def _result(views, verdict, tracker, policy, auto, elapsed):
@@ -119,7 +121,7 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=None):
     views, daemonsets = reader.read()
     names = [v["name"] for v in views]
     start = clock.time()
-    tracker = domain.Tracker(start)
+    tracker = upgrade_state.Tracker(start)
     report = check_mode or opts["report_only"]
     warnings = []
     if not auto:
@@ -128,12 +130,12 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=None):
     while True:
         now = clock.time()
         tracker.observe({v["name"]: v["state"] for v in views}, now)
-        verdict = domain.evaluate(views, daemonsets, auto, opts["expected_version"])
+        verdict = upgrade_state.evaluate(views, daemonsets, auto, opts["expected_version"])
         result = _result(views, verdict, tracker, policy, auto, now - start)
         if report or verdict["done"]:
             return dict(result, warnings=warnings)
         if verdict["failed"]:
-            raise GpuPlatformError(domain.failed_message(views, opts["namespace"]), **result)
+            raise GpuPlatformError(upgrade_state.failed_message(views, opts["namespace"]), **result)
         templates = sorted({ds["version"] for ds in verdict["daemonsets"] if ds["version"]})
         if opts["expected_version"] and templates and opts["expected_version"] not in templates:
             raise GpuPlatformError(
@@ -142,15 +144,15 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=None):
                 "layer), or expect %s" % (opts["expected_version"], ", ".join(templates), opts["expected_version"],
                                           ", ".join(templates)), **result)
         if not auto and verdict["outdated"] + [d["name"] for d in verdict["daemonsets"] if not d["current"]]:
-            raise GpuPlatformError(domain.manual_message(verdict, opts["namespace"]), **result)
+            raise GpuPlatformError(upgrade_state.manual_message(verdict, opts["namespace"]), **result)
         if not opts["wait"]:
             return dict(result, warnings=warnings)
         stuck = tracker.stuck(now, opts["stuck_timeout"], verdict["pending"])
         if stuck:
             result["stuck"] = [{"node": n, "state": s, "seconds": round(w, 3)} for n, s, w in stuck]
-            raise GpuPlatformError(domain.stuck_message(stuck, opts["stuck_timeout"]), **result)
+            raise GpuPlatformError(upgrade_state.stuck_message(stuck, opts["stuck_timeout"]), **result)
         remaining = opts["timeout"] - (now - start)
         if remaining <= 0:
-            raise GpuPlatformError(domain.timeout_message(views, verdict, opts["timeout"]), **result)
+            raise GpuPlatformError(upgrade_state.timeout_message(views, verdict, opts["timeout"]), **result)
         clock.sleep(min(interval, remaining))
         views, daemonsets = reader.read(names)

@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE)
 """params -> plan -> apply -> result for helm_pinned_release.
 
-Private to the collection: not a public API. Ties the pure domain (domain/helm_release.py,
+Private to the collection: not a public API. Ties the pure domain (domain/helm_release.py, helm_release_records.py,
 domain/gitops.py) to the adapters (helm, kube, render). No Ansible imports: the module passes
 in factories for the adapters, so tests can drive this with real helm against the fake API.
 """
@@ -18,8 +18,9 @@ import tarfile
 import tempfile
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import render as render_adapter
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops, version_parse
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import helm_release as domain
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import helm_release_records as records
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError, ToolError
 
 try:
@@ -95,7 +96,7 @@ def prepare_request(params):
     request.values = domain.merge_values(_read_values_files(params.get("values_files")), params.get("release_values"))
     if request.chart.is_local:
         name, version = _local_chart_meta(request.chart)
-        if not domain.same_version(version, request.version):
+        if not version_parse.same_chart_version(version, request.version):
             raise ParamError("chart_version", "is %s but the local chart %s is version %s"
                              % (request.version, request.chart.ref, version),
                              "pin the version the chart has, or point chart_ref at the chart of that version")
@@ -141,7 +142,7 @@ class SecretReleases:
     """
 
     def __init__(self, kube):
-        self.entries, self.values = domain.releases_from_secrets(
+        self.entries, self.values = records.releases_from_secrets(
             kube.list("v1", "Secret", label_selector="owner=helm"))
 
     def list_releases(self):
@@ -158,7 +159,7 @@ def release_reader(helm, kube_factory, environ=None):
         return helm
     try:
         return SecretReleases(kube_factory())
-    except domain.BadReleaseRecord:
+    except records.BadReleaseRecord:
         return helm  # a record helm did not write (or a newer format): let helm read it
 
 
@@ -175,7 +176,7 @@ class ReleaseRunner:
 
     def run(self):
         releases = self.reader.list_releases()
-        deployed = domain.find_release(releases, self.request.name, self.request.namespace)
+        deployed = records.find_release(releases, self.request.name, self.request.namespace)
         if self.request.state == "absent":
             return self._absent(deployed)
         domain.check_other_namespaces(releases, self.request)
@@ -195,7 +196,7 @@ class ReleaseRunner:
         if plan.repair:
             result["repair"] = plan.repair
         if not plan.changed or self.check_mode:
-            result["release"] = domain.release_summary(self.request, deployed, plan.before.get("chart"))
+            result["release"] = records.release_summary(self.request, deployed, plan.before.get("chart"))
             return result
         result["release"] = self._apply(plan)
         return result
@@ -203,7 +204,7 @@ class ReleaseRunner:
     def _absent(self, deployed):
         plan = domain.plan_absent(deployed)
         result = {"changed": plan.changed, "action": plan.action, "reasons": plan.reasons,
-                  "release": domain.release_summary(self.request, deployed),
+                  "release": records.release_summary(self.request, deployed),
                   "diff": {"before": _diff_text(plan.before), "after": ""}}
         if plan.changed and not self.check_mode:
             self.helm.uninstall(self.request.name, self.request.namespace, self.request.wait, self.request.wait_timeout)
@@ -250,9 +251,9 @@ class ReleaseRunner:
         request = self.request
         if plan.repair == "rollback":
             self.helm.rollback(request.name, request.namespace, plan.rollback_to, request.wait, request.wait_timeout)
-            restored = domain.find_release(self.helm.list_releases(), request.name, request.namespace)
+            restored = records.find_release(self.helm.list_releases(), request.name, request.namespace)
             if domain.plan_present(request, restored, self.helm.get_values(request.name, request.namespace)).action == "none":
-                return domain.release_summary(request, restored)  # the good revision was already the desired one
+                return records.release_summary(request, restored)  # the good revision was already the desired one
         elif plan.repair == "uninstall":
             self.helm.uninstall(request.name, request.namespace, request.wait, request.wait_timeout)
         chart_arg, repo_url = self._chart_argument()
@@ -262,14 +263,14 @@ class ReleaseRunner:
                 request.name, request.namespace, chart_arg, request.version, values_file, repo_url,
                 request.wait, request.wait_timeout, request.atomic, request.plain_http)
         except ToolError as exc:
-            exc.details["release"] = domain.release_summary(
-                request, domain.find_release(self.helm.list_releases(), request.name, request.namespace))
+            exc.details["release"] = records.release_summary(
+                request, records.find_release(self.helm.list_releases(), request.name, request.namespace))
             if request.atomic:
                 exc.msg += " (rollback on failure was on: the release is at %s)" % exc.details["release"].get("status")
             raise
         finally:
             os.unlink(values_file)
-        return domain.release_summary(request, released)
+        return records.release_summary(request, released)
 
 
 def _once(factory):

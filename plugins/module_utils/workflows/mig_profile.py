@@ -10,7 +10,7 @@ domain/mig_rollout.py (node plans, batches, outcomes). The clock is injectable.
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import render as render_adapter
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import WaitTimeout, wait_for
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube_wait import WaitTimeout, wait_for
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig, mig_rollout, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError
 

@@ -3,14 +3,15 @@
 # Apache License 2.0 (see LICENSE)
 """params -> plan -> apply -> wait -> result for nic_cluster_policy.
 
-Private to the collection: not a public API. The pure parts are domain/nic_policy.py; this
+Private to the collection: not a public API. The pure parts are domain/nic_policy*.py; this
 ties them to the kube and render adapters. The clock is injectable for tests.
 """
 
 from __future__ import annotations
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import WaitTimeout, wait_for
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube_wait import WaitTimeout, wait_for
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
+    nic_policy, nic_policy_render, nic_policy_validate, validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import manifests
 
@@ -18,7 +19,7 @@ POLICY = ("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy")
 
 
 def _outputs(request):
-    return {"pod_resources": nic_policy.pod_resources(request), "example_pod": nic_policy.example_pod(request),
+    return {"pod_resources": nic_policy_render.pod_resources(request), "example_pod": nic_policy_render.example_pod(request),
             "network": {"name": request.network_name, "namespace": request.network_namespace},
             "warnings": list(request.warnings)}
 
@@ -51,9 +52,9 @@ def wait_ready(kube, timeout, clock=None, interval=2.0):
 
 def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):
     params = validate.given(params, suboptions=("selectors",))
-    request = nic_policy.build_request(params)
+    request = nic_policy_validate.build_request(params)
     timeout = validate.duration_seconds("wait_timeout", params.get("wait_timeout") or 600)
-    objects = nic_policy.render(request)
+    objects = nic_policy_render.render(request)
     state = params.get("state") or "present"
     if params.get("render_to"):
         return run_render(request, objects, params["render_to"], state, check_mode)

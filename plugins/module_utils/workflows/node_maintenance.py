@@ -10,7 +10,8 @@ respected: a 429 is retried until the time-out. The clock is injectable (tests r
 
 from __future__ import annotations
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import EvictionRefused, RealClock
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import EvictionRefused
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube_wait import RealClock
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_maintenance as domain
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError, Refusal

@@ -1,0 +1,33 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""The platform's own settings (those site.yml shares across layers) checked in one pass (playbooks/checks.yml).
+
+Private to the collection: not a public API. Pure: standard library only, no I/O.
+Every check runs; one ParamError names every wrong setting (validate.every), so one run reports them all.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
+    bundle, driver_upgrade, helm_release, images, validate)
+
+
+def check(settings):
+    """What each check returned, by name, for ``settings``: ``gitops`` ({format, path, source} or None),
+    ``mirrors``, ``charts``, ``pins`` with ``allow_image_overrides``, and ``driver_upgrade_policy`` (None when
+    unset); each may be left out."""
+    checks = {
+        "mirrors": lambda: images.check_all(settings.get("mirrors") or {}),
+        "charts": lambda: helm_release.check_chart_settings(settings.get("charts") or {}),
+        "pins": lambda: images.check_pins({k: tuple(v) for k, v in (settings.get("pins") or {}).items()},
+                                          settings.get("allow_image_overrides", False)),
+    }
+    gitops = settings.get("gitops")
+    if gitops:
+        checks["gitops"] = lambda: bundle.layout([], gitops.get("format") or "flux", gitops.get("path"),
+                                                 gitops.get("source") or None)
+    if settings.get("driver_upgrade_policy") is not None:
+        checks["driver_upgrade_policy"] = lambda: driver_upgrade.check_policy(settings["driver_upgrade_policy"])
+    names = sorted(checks)
+    return dict(zip(names, validate.every([checks[n] for n in names], "platform settings")))
