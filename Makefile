@@ -87,8 +87,12 @@ sanity-prep: venv
 	  cp scripts/ansible_test_get_pip.py $$HOME/.ansible/test/cache/get_pip_$${pipver//./_}.py && \
 	  $(PYTHON) scripts/pip_settings.py > $$HOME/.ansible/test/cache/pip-settings.ini
 
+# Two sessions: the tests that do not need the local control plane on two workers (pytest-xdist), then those that
+# do, in a session of their own, so the control plane runs only while they do (tests/conftest.py).
+PYTEST_WORKERS ?= 2
 pytest: setup system-deps
-	pytest $(PYTEST_ARGS)
+	pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not local_control_plane" $(PYTEST_ARGS)
+	pytest -m local_control_plane $(PYTEST_ARGS)
 
 # Debian packages the tests need, as command:package. podman, runc and debootstrap run molecule/hosts
 # (host roles in Debian bookworm containers, systemd as PID 1, an image built here from deb.debian.org by

@@ -21,13 +21,17 @@ def shared_dir():
     return SHARED
 
 
-# The local control planes (tests/local_cluster.py) live in fixed folders under build/ and are started once per
-# session: under pytest-xdist (make test runs two workers) every test that uses one goes to the same worker, so one
-# worker starts each cluster and no two tests share one at the same time.
+# The local control planes (tests/local_cluster.py) live in fixed folders under build/ and run for as long as the
+# pytest session that started them. Every test that uses one is marked local_control_plane: make test runs those in
+# a session of their own, so the control plane and its simulated operators (about a core between them) are up only
+# while their tests run, and the other tests run beside each other on two workers (pytest-xdist). Under xdist they
+# also share one group, so that one worker starts each cluster and no two tests share one at the same time.
 CLUSTER_FIXTURES = {"local_cluster", "local_cluster_gitops"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(items):
     for item in items:
         if CLUSTER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.local_control_plane)
             item.add_marker(pytest.mark.xdist_group("local-control-plane"))

@@ -73,7 +73,7 @@ def test_no_module_is_uploaded_or_started(tmp_path):
 def test_the_same_result_as_the_module_and_a_second_run_changes_nothing(tmp_path):
     failed, module_result = run_module("manifests", {"render_to": str(tmp_path / "module"), "objects": [CONFIGMAP]})
     assert not failed
-    results, _ = play(tmp_path, [render_task(tmp_path / "controller"), render_task(tmp_path / "controller")])
+    results = play(tmp_path, [render_task(tmp_path / "controller"), render_task(tmp_path / "controller")])[0]
     first, second = results
     for key in ("changed", "objects"):
         assert first[key] == module_result[key]
@@ -84,7 +84,7 @@ def test_the_same_result_as_the_module_and_a_second_run_changes_nothing(tmp_path
 
 
 def test_check_mode_and_diff_mode_come_from_the_task(tmp_path):
-    results, _ = play(tmp_path, [render_task(tmp_path / "out", check_mode=True, diff=True)])
+    results = play(tmp_path, [render_task(tmp_path / "out", check_mode=True, diff=True)])[0]
     assert results[0]["changed"] is True, "check mode reports what would change"
     assert not (tmp_path / "out" / "configmap-demo-settings.yaml").exists(), "check mode wrote a file"
     after = "".join(d["after"] for d in results[0]["diff"])
@@ -99,7 +99,7 @@ def test_check_mode_and_diff_mode_come_from_the_task(tmp_path):
 ])
 def test_bad_options_are_refused_with_the_modules_own_words(tmp_path, args, message):
     failed, module_result = run_module("manifests", dict(args))
-    results, _ = play(tmp_path, [{"gpu_platform.cluster.manifests": args, "ignore_errors": True}])
+    results = play(tmp_path, [{"gpu_platform.cluster.manifests": args, "ignore_errors": True}])[0]
     assert failed and results[0]["failed"] is True
     assert re.search(message, results[0]["msg"]), results[0]["msg"]
     assert re.search(message, module_result["msg"]), module_result["msg"]
@@ -109,7 +109,7 @@ def test_bad_options_are_refused_with_the_modules_own_words(tmp_path, args, mess
 
 def test_a_workflow_error_names_the_field(tmp_path):
     args = {"render_to": str(tmp_path / "out"), "objects": [{"kind": "ConfigMap", "metadata": {"name": "x"}}]}
-    results, _ = play(tmp_path, [{"gpu_platform.cluster.manifests": args, "ignore_errors": True}])
+    results = play(tmp_path, [{"gpu_platform.cluster.manifests": args, "ignore_errors": True}])[0]
     assert results[0]["msg"] == "objects[0].apiVersion: is missing. Fix: give the object's apiVersion"
     assert results[0]["field"] == "objects[0].apiVersion" and "Traceback" not in results[0].get("exception", "")
 
@@ -132,7 +132,7 @@ def test_the_k8s_auth_fallbacks_are_read_from_the_controller_and_the_tasks_envir
         task["environment"] = {"K8S_AUTH_KUBECONFIG": missing}
     elif where == "controller":
         env = {"K8S_AUTH_KUBECONFIG": missing}
-    results, _ = play(tmp_path, [task], env=env, home=tmp_path)
+    results = play(tmp_path, [task], env=env, home=tmp_path)[0]
     assert results[0]["failed"] is True
     if where == "nowhere":
         assert results[0]["msg"].startswith("could not load the kubeconfig (default)"), results[0]["msg"]

@@ -80,7 +80,9 @@ def test_the_call_gets_the_modules_params_check_mode_and_runtime():
 
 def test_outcome_is_the_same_result_for_the_controller():
     assert outcome("x", lambda: {"changed": True}) == {"changed": True}
-    failed = outcome("x", lambda: (_ for _ in ()).throw(ParamError("f", "is bad", "fix it")))
+    def bad():
+        raise ParamError("f", "is bad", "fix it")
+    failed = outcome("x", bad)
     assert failed == {"failed": True, "msg": "f: is bad. Fix: fix it", "field": "f"}
 
 

@@ -24,10 +24,10 @@ def test_subclasses_become_the_builtin_types_all_the_way_down():
     value = LazyDict({TaggedStr("driver"): LazyList([TaggedStr("580"), TaggedInt(3), True, None, (1.5, b"x")])})
     out = plain(value)
     assert out == {"driver": ["580", 3, True, None, [1.5, b"x"]]}
-    assert type(out) is dict and type(next(iter(out))) is str
+    assert out.__class__ is dict and next(iter(out)).__class__ is str
     items = out["driver"]
-    assert type(items) is list and type(items[0]) is str and type(items[1]) is int and items[2] is True
-    assert type(items[4]) is list
+    assert items.__class__ is list and items[0].__class__ is str and items[1].__class__ is int and items[2] is True
+    assert items[4].__class__ is list
 
 
 def test_a_bool_stays_a_bool_and_unknown_values_pass_through():
