@@ -174,10 +174,15 @@ def install_crds(cluster, paths, timeout=60):
         args += ["-f", str(path)]
     proc = subprocess.run(args, env=env, capture_output=True, text=True, check=False, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    proc = subprocess.run([str(TOOLS_BIN / "kubectl"), "wait", "--for=condition=Established", "--timeout=%ds" % timeout,
-                           *["-f=%s" % p for p in paths]], env=env, capture_output=True, text=True, check=False,
-                          timeout=timeout + 30)
-    assert proc.returncode == 0, proc.stderr
+    # kubectl wait fails at once (".status.conditions accessor error: <nil>") when it reads a CRD the API server has
+    # not given its first conditions yet, instead of waiting; that window is short, so a few tries cover it.
+    for attempt in range(10):
+        proc = subprocess.run([str(TOOLS_BIN / "kubectl"), "wait", "--for=condition=Established", "--timeout=%ds" % timeout,
+                               *["-f=%s" % p for p in paths]], env=env, capture_output=True, text=True, check=False,
+                              timeout=timeout + 30)
+        if proc.returncode == 0 or "accessor error" not in proc.stderr:
+            break
+    assert proc.returncode == 0, "%s (after %d tries)" % (proc.stderr, attempt + 1)
     cluster.dyn.resources.invalidate_cache()
 
 
