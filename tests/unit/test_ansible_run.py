@@ -80,6 +80,7 @@ def test_the_call_gets_the_modules_params_check_mode_and_runtime():
 
 def test_outcome_is_the_same_result_for_the_controller():
     assert outcome("x", lambda: {"changed": True}) == {"changed": True}
+
     def bad():
         raise ParamError("f", "is bad", "fix it")
     failed = outcome("x", bad)
