@@ -32,6 +32,7 @@ CLUSTER_FIXTURES = {"local_cluster", "local_cluster_gitops"}
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(items):
     for item in items:
-        if CLUSTER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        # real_cluster: the [real] variants, whose fixture asks for the local control plane only at run time
+        if CLUSTER_FIXTURES.intersection(getattr(item, "fixturenames", ())) or item.get_closest_marker("real_cluster"):
             item.add_marker(pytest.mark.local_control_plane)
             item.add_marker(pytest.mark.xdist_group("local-control-plane"))
