@@ -151,7 +151,7 @@ options:
   mig_config:
     description:
       - V(allocatable) with O(mig_layout). A custom mig-parted config (mig-parted's C(config.yaml) format, as the
-        gpu_sharing role's C(gpu_sharing_mig_config)); O(mig_layout) then names one of its configs.
+        gpu_sharing role's C(gpu_platform_mig_config)); O(mig_layout) then names one of its configs.
     type: dict
   mig_strategy:
     description: V(allocatable) with O(mig_layout). The GPU Operator's MIG strategy.

@@ -123,11 +123,11 @@ def test_upgrade_to_the_next_patch_goes_in_the_documented_order(site):
     driver = site.list("apps/v1", "DaemonSet", "gpu-operator", label_selector="app=nvidia-driver-daemonset")[0]
     old_pods = {p["metadata"]["uid"] for p in site.list("v1", "Pod", "gpu-operator",
                                                         label_selector="app=nvidia-driver-daemonset")}
-    refused = site.run("playbooks/upgrade.yml", "-e", "gpu_operator_driver_version=" + NEW_DRIVER,
+    refused = site.run("playbooks/upgrade.yml", "-e", "gpu_platform_driver_version=" + NEW_DRIVER,
                        "-e", "network_operator_chart_version=" + NEXT_NETWORK_OPERATOR)
     assert refused.failed == 1 and "gpu_platform_accept_unverified: true" in refused.failure_messages()[-1]
     assert refused.changed == 0
-    upgraded = site.run("playbooks/upgrade.yml", "-e", "gpu_operator_driver_version=" + NEW_DRIVER,
+    upgraded = site.run("playbooks/upgrade.yml", "-e", "gpu_platform_driver_version=" + NEW_DRIVER,
                         "-e", "network_operator_chart_version=" + NEXT_NETWORK_OPERATOR,
                         "-e", "gpu_platform_accept_unverified=true",
                         "-e", "gpu_platform_upgrade_stuck_timeout=120s")
@@ -165,14 +165,14 @@ def test_upgrade_to_the_next_patch_goes_in_the_documented_order(site):
     assert all(p["spec"]["containers"][0]["image"].split(":")[-1].startswith(NEW_DRIVER) for p in pods)
     assert not [n["metadata"]["name"] for n in site.list("v1", "Node") if n["spec"].get("unschedulable")]
 
-    again = site.run("playbooks/upgrade.yml", "-e", "gpu_operator_driver_version=" + NEW_DRIVER,
+    again = site.run("playbooks/upgrade.yml", "-e", "gpu_platform_driver_version=" + NEW_DRIVER,
                      "-e", "network_operator_chart_version=" + NEXT_NETWORK_OPERATOR,
                      "-e", "gpu_platform_accept_unverified=true")
     assert again.failed == 0, again.failure_messages()
     assert again.changed == 0, again.changed_tasks()
     assert again.result(FOLLOW)["done"] is True and again.result(FOLLOW)["transitions"] == []
     # site.yml with the same pins agrees: the upgraded platform is the one site.yml converges to.
-    same = site.run("site.yml", "-e", "gpu_operator_driver_version=" + NEW_DRIVER,
+    same = site.run("site.yml", "-e", "gpu_platform_driver_version=" + NEW_DRIVER,
                     "-e", "network_operator_chart_version=" + NEXT_NETWORK_OPERATOR,
                     "-e", "gpu_platform_accept_unverified=true")
     assert same.failed == 0 and same.changed == 0, same.changed_tasks() or same.failure_messages()

@@ -6,7 +6,7 @@ not exist fails here, with the doc, the line, the reference and what is missing.
 * variables: an identifier in backticks (or a top-level key of a ```yaml mapping, a play's or task's
   ``vars``, or ``-e name=...`` in a shell block) that starts with a collection prefix (``gpu_platform_``
   or a role's name and ``_``, from roles/*/defaults/main.yml) must be defined by a role's defaults or
-  argument specs or by playbooks/tasks/platform_vars.yml, or be read somewhere in roles/ or playbooks/.
+  argument specs (the platform's: roles/gpu_platform), or be read somewhere in roles/ or playbooks/.
   ``*`` is a wildcard and a trailing ``_`` a prefix: such a family must match at least one name;
 * paths: a backticked (or shell-block, or Markdown-link) path under one of the repository's folders must
   exist (``*`` and ``<placeholder>`` are globs that must match); ``tests/x.py::test_y`` also needs the test;
@@ -63,12 +63,8 @@ ROLES = sorted(d for d in os.listdir(os.path.join(ROOT, "roles")) if os.path.isd
 
 
 def platform_vars():
-    tasks = load_yaml("playbooks", "tasks", "platform_vars.yml")
-    names = set()
-    for task in tasks:
-        spec = (task.get("ansible.builtin.validate_argument_spec") or {}).get("argument_spec") or {}
-        names.update(spec)
-    return names
+    """The platform contract's variables (roles/gpu_platform)."""
+    return set(load_yaml("roles", "gpu_platform", "meta", "argument_specs.yml")["argument_specs"]["main"]["options"])
 
 
 def defined_variables():
@@ -82,7 +78,7 @@ def defined_variables():
 
 
 def variable_prefixes():
-    """gpu_platform_ (the platform-wide variables of playbooks/tasks/platform_vars.yml) and each role's
+    """gpu_platform_ (the platform contract's variables, roles/gpu_platform) and each role's
     own prefix: the role name, which starts every key of its defaults/main.yml."""
     prefixes = {"gpu_platform_"}
     assert any(name.startswith("gpu_platform_") for name in platform_vars())
@@ -359,7 +355,7 @@ class Repo:
                 return None
             if any(name in names for _options, names, _returned in self.modules.values()):
                 return None  # an option of a module (nic_cluster_policy's network_operator_version), named as such
-            return "no role defaults, argument spec or platform_vars.yml defines it, and nothing in roles/ or playbooks/ reads it"
+            return "no role defaults or argument spec defines it, and nothing in roles/ or playbooks/ reads it"
         pattern = re.escape(name).replace(r"\*", "[a-z0-9_]*") + ("[a-z0-9_]+" if name.endswith("_") else "")
         if any(re.fullmatch(pattern, known_name) for known_name in self.variables):
             return None
@@ -486,7 +482,7 @@ def test_the_scanner_finds_each_kind_of_reference():
 @pytest.mark.parametrize("ref, problem", [
     (Ref("variable", "x", 1, "gpu_operator_no_such_thing", None), "nothing in roles/"),
     (Ref("variable", "x", 1, "*_no_such_family", None), "no defined variable matches"),
-    (Ref("variable", "x", 1, "gpu_operator_rdma_*", None), None),
+    (Ref("variable", "x", 1, "gpu_operator_chart_*", None), None),
     (Ref("variable", "x", 1, "*_image_mirrors", None), None),
     (Ref("path", "x", 1, "playbooks/nope.yml", None), "no such file"),
     (Ref("path", "x", 1, "roles/*/defaults/main.yml", None), None),

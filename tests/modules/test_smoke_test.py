@@ -267,7 +267,7 @@ def test_nccl_without_volcano_is_refused_with_the_fix(cluster):
     api = cluster(NCCL_OUTCOMES, crd_dirs=())
     failed, result = module(api, check="nccl", image=NCCL_IMAGE)
     assert failed and "batch.volcano.sh/v1alpha1 Job" in result["msg"]
-    assert "install Volcano (scheduling_scheduler: volcano)" in result["msg"]
+    assert "install Volcano (gpu_platform_scheduler: volcano)" in result["msg"]
     assert api.writes() == []
 
 

@@ -25,13 +25,13 @@ SUSE = {"family": "Suse", "distribution": "SLES", "major": "15", "version": "15.
 
 @pytest.mark.parametrize("check", [False, True])
 @pytest.mark.parametrize("role_vars, words", [
-    ({"host_driver_branch": "535.247.01"}, "host_driver_branch: '535.247.01' is not a driver branch number"),
-    ({"host_driver_branch": "abc"}, "host_driver_branch: 'abc' is not a driver branch number"),
+    ({"gpu_platform_driver_branch": "535.247.01"}, "gpu_platform_driver_branch: '535.247.01' is not a driver branch number"),
+    ({"gpu_platform_driver_branch": "abc"}, "gpu_platform_driver_branch: 'abc' is not a driver branch number"),
     ({"host_driver_source": "runfile"}, "host_driver_source"),
     ({"host_driver_kernel_modules": "nouveau"}, "host_driver_kernel_modules"),
     # The OS facts the role plans from, replaced by an unsupported one.
     ({"_host_driver_os": SUSE}, "the host's operating system: SLES 15 (Suse family) is not supported"),
-    ({"host_driver_kernel_modules": "open", "host_driver_branch": "470", "host_driver_source": "vendor"},
+    ({"host_driver_kernel_modules": "open", "gpu_platform_driver_branch": "470", "host_driver_source": "vendor"},
      "open kernel modules start with branch 515"),
 ])
 def test_host_driver_refuses_before_any_change(tmp_path, role_vars, words, check):

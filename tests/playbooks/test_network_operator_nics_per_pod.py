@@ -19,31 +19,31 @@ def rendered(out, kind):
 
 def test_sriov_without_node_type_or_count_names_both_variables(render_site):
     runner, out = render_site
-    result = runner.run(playbook=NETWORK_PLAYBOOK, network_operator_mode="sriov")
+    result = runner.run(playbook=NETWORK_PLAYBOOK, gpu_platform_network_mode="sriov")
     assert result.failed == 1
     msg = result.failure_messages()[-1]
-    assert "network_operator_nics_per_pod" in msg and "network_operator_node_type" in msg, msg
+    assert "gpu_platform_rdma_nics_per_pod" in msg and "gpu_platform_rdma_node_type" in msg, msg
     assert "gpu_platform_rdma_node_type" in msg and "Fix:" in msg
     assert not out.exists(), "nothing is written before the refusal"
 
 
 def test_sriov_pods_claim_every_nic_of_the_platform_node_type(render_site):
     runner, out = render_site
-    result = runner.run(playbook=NETWORK_PLAYBOOK, network_operator_mode="sriov",
+    result = runner.run(playbook=NETWORK_PLAYBOOK, gpu_platform_network_mode="sriov",
                         gpu_platform_rdma_node_type="Standard_ND96isr_H100_v5")
     assert result.failed == 0, result.failure_messages() or result.debug_text()
     shown = result.result(SHOWN)["msg"]
     assert '{"rdma/ib": 8}' in shown[0] and "rdma/ib: 8" in shown[1]
     assert rendered(out, "HostDeviceNetwork")["spec"]["resourceName"] == "rdma/ib"
     # a count of the role's own wins over the node type's NICs (given as text, as an inventory may)
-    result = runner.run(playbook=NETWORK_PLAYBOOK, network_operator_nics_per_pod="4")
+    result = runner.run(playbook=NETWORK_PLAYBOOK, gpu_platform_rdma_nics_per_pod="4")
     assert result.failed == 0, result.failure_messages() or result.debug_text()
     assert '{"rdma/ib": 4}' in result.result(SHOWN)["msg"][0]
 
 
 def test_ipoib_keeps_the_shared_device_plugin_and_its_rdma_hca_max(render_site):
     runner, out = render_site
-    result = runner.run(playbook=NETWORK_PLAYBOOK, network_operator_mode="ipoib", network_operator_ipoib_master="ibs1f0",
+    result = runner.run(playbook=NETWORK_PLAYBOOK, gpu_platform_network_mode="ipoib", network_operator_ipoib_master="ibs1f0",
                         network_operator_rdma_hca_max=16)
     assert result.failed == 0, result.failure_messages() or result.debug_text()
     spec = rendered(out, "NicClusterPolicy")["spec"]

@@ -1,5 +1,6 @@
-"""Every play checks the platform's flat (survey-friendly) variables first: a bad value stops the run
-before anything is read or written, naming the variable; survey strings for booleans are accepted."""
+"""Every play checks the platform contract first (roles/gpu_platform): a bad value stops the run before anything
+is read or written, naming the variable; survey strings for booleans are accepted; a layer variable renamed into the
+contract is refused, naming its new name."""
 from __future__ import annotations
 
 import pytest
@@ -12,9 +13,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.parametrize("over, words", [
     ({"gpu_platform_driver_mode": "hosts"}, "gpu_platform_driver_mode must be one of: host, operator, auto"),
-    ({"network_operator_mode": "rdma"}, "network_operator_mode must be one of"),
+    ({"gpu_platform_network_mode": "rdma"}, "gpu_platform_network_mode must be one of"),
     ({"gpu_platform_smoke_tests_enabled": "perhaps"}, "gpu_platform_smoke_tests_enabled"),
-    ({"smoke_tests_layers": ["gpu_operator", "monitoring"]}, "smoke_tests_layers"),
+    ({"gpu_platform_teams": "ml"}, "gpu_platform_teams"),
 ])
 def test_a_bad_platform_variable_stops_the_first_play(render_site, over, words):
     runner, out = render_site
@@ -23,14 +24,27 @@ def test_a_bad_platform_variable_stops_the_first_play(render_site, over, words):
     msg = result.failure_messages()[0]
     assert words in msg, msg
     tasks = [name for name, res in result.tasks()]
-    assert tasks[0].endswith("Check the platform's variables (survey and extra vars)"), tasks[:3]
+    assert "gpu_platform" in tasks[0] and "Validating arguments" in tasks[0], tasks[:3]
+    assert not out.exists(), "nothing was written"
+
+
+def test_a_renamed_layer_variable_names_its_new_name(render_site):
+    """An inventory written for 0.1.0 (network_operator_mode, gpu_sharing_pools) fails in the first play, naming
+    both old variables and their contract names, before anything is written."""
+    runner, out = render_site
+    result = runner.run(network_operator_mode="sriov", gpu_sharing_pools=[])
+    assert result.failed == 1
+    msg = result.failure_messages()[0]
+    assert "network_operator_mode: was renamed to gpu_platform_network_mode" in msg, msg
+    assert "gpu_sharing_pools: was renamed to gpu_platform_node_pools" in msg, msg
+    assert "Traceback" not in msg
     assert not out.exists(), "nothing was written"
 
 
 def test_survey_strings_for_booleans_pass(render_site):
     runner, out = render_site
     result = runner.run(gpu_platform_monitoring_enabled="false", gpu_platform_scheduling_enabled="true",
-                        network_operator_mode="none")
+                        gpu_platform_network_mode="none")
     assert result.failed == 0, result.failure_messages()
 
 
@@ -40,7 +54,8 @@ def test_every_play_starts_with_the_check():
             if "ansible.builtin.import_playbook" in play:
                 continue
             first = (play.get("pre_tasks") or play.get("tasks"))[0]
-            assert first.get("ansible.builtin.import_tasks") == "tasks/platform_vars.yml", (path.name, play["name"])
+            role = (first.get("ansible.builtin.import_role") or {}).get("name")
+            assert role == "gpu_platform.cluster.gpu_platform", (path.name, play["name"])
 
 
 def test_cluster_plays_run_once_whatever_the_size_of_k8s_api():

@@ -54,7 +54,7 @@ def test_host_mode_turns_the_operator_driver_off(direct_site):
     # The GPU Operator found a working host driver on both nodes before (GFD's label).
     label_nodes(api, {"nvidia.com/gpu.deploy.driver": "pre-installed"})
     api.clear_log()
-    result = runner.run(gpu_platform_driver_mode="auto", gpu_operator_mig_strategy="mixed",
+    result = runner.run(gpu_platform_driver_mode="auto", gpu_platform_mig_strategy="mixed",
                         gpu_operator_dcgm_exporter_enabled=False)
     assert result.failed == 0, result.failure_messages()
     decision = result.result("The decision")["msg"]
@@ -181,10 +181,10 @@ def test_old_kubernetes_is_refused_before_any_write(direct_site):
 def test_second_gpu_operator_elsewhere_is_refused_before_any_write(direct_site):
     runner, api, repo = direct_site()
     api.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "nvidia-gpu-operator"}})
-    first = runner.run(gpu_operator_namespace="nvidia-gpu-operator", gpu_operator_wait=False)
+    first = runner.run(gpu_platform_gpu_operator_namespace="nvidia-gpu-operator", gpu_operator_wait=False)
     assert first.failed == 0, first.failure_messages()
     api.clear_log()
-    result = runner.run(gpu_operator_namespace="gpu-operator", gpu_operator_wait=True)
+    result = runner.run(gpu_platform_gpu_operator_namespace="gpu-operator", gpu_operator_wait=True)
     assert result.failed == 1
     msg = result.failure_messages()[-1]
     assert "nvidia-gpu-operator/gpu-operator" in msg and "already released elsewhere" in msg
@@ -192,12 +192,12 @@ def test_second_gpu_operator_elsewhere_is_refused_before_any_write(direct_site):
 
 
 @pytest.mark.parametrize("over, words", [
-    ({"gpu_operator_rdma_use_host_mofed": True}, "gpu_operator_rdma_use_host_mofed: is true but gpu_operator_rdma_enabled is false"),
+    ({"gpu_platform_host_mofed": True}, "gpu_platform_host_mofed: is true but gpu_platform_gpudirect_rdma is false"),
     ({"gpu_platform_driver_mode": "hosts"}, "value of gpu_platform_driver_mode must be one of: host, operator, auto, got: hosts"),
     ({"gpu_platform_driver_mode": "host"}, "have no driver and no host in the gpu_hosts group"),
     ({"gpu_operator_extra_values": {"driver": {"enabled": False}}},
      "gpu_operator_extra_values.driver.enabled: False contradicts the driver owner"),
-    ({"gpu_operator_mig_strategy": "all"}, "gpu_operator_mig_strategy"),
+    ({"gpu_platform_mig_strategy": "all"}, "gpu_platform_mig_strategy"),
     ({"gpu_operator_chart_version": "latest"}, "gpu_operator_chart_version: 'latest' is not a GPU Operator chart version"),
 ])
 def test_bad_choices_fail_before_any_write(direct_site, over, words):
@@ -208,13 +208,13 @@ def test_bad_choices_fail_before_any_write(direct_site, over, words):
     assert api.writes() == []
 
 
-NETWORK = {"network_operator_mode": "rdma_shared",
+NETWORK = {"gpu_platform_network_mode": "rdma_shared",
            "network_operator_selectors": {"vendors": ["15b3"], "link_type": "infiniband", "interfaces": ["ibs1f0"]}}
 
 
 def test_network_layer_goes_first_and_the_gpu_operator_gets_rdma(direct_site):
     runner, api, repo = direct_site()
-    result = runner.run(gpu_operator_rdma_enabled=True, **NETWORK)
+    result = runner.run(gpu_platform_gpudirect_rdma=True, **NETWORK)
     assert result.failed == 0, result.failure_messages() or result.debug_text()
     policy = api.store.get("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy")
     assert policy["status"]["state"] == "ready"
@@ -246,7 +246,7 @@ POOLS = [{"name": "inference", "node_selector": {"nodepool": "inference"}, "shar
 
 def test_sharing_time_slicing_reaches_the_device_plugin_and_mig_rolls_out(direct_site):
     runner, api, repo = direct_site()
-    result = runner.run(gpu_sharing_pools=POOLS)
+    result = runner.run(gpu_platform_node_pools=POOLS)
     assert result.failed == 0, result.failure_messages() or result.debug_text()
     policy = api.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
     assert policy["spec"]["devicePlugin"]["config"] == {"name": "time-slicing-config", "default": "default"}
@@ -265,7 +265,7 @@ def test_sharing_time_slicing_reaches_the_device_plugin_and_mig_rolls_out(direct
     assert sharing_writes == [], "a converged ConfigMap, restart annotation and node labels are not written again"
 
     pools = [dict(POOLS[0], replicas=2), POOLS[1]]
-    third = runner.run(gpu_sharing_pools=pools)
+    third = runner.run(gpu_platform_node_pools=pools)
     assert third.failed == 0, third.failure_messages()
     assert api.store.get("v1", "Node", "gpu-node-1")["status"]["allocatable"]["nvidia.com/gpu"] == "16", \
         "a changed ConfigMap restarted the device plugin"
@@ -273,16 +273,16 @@ def test_sharing_time_slicing_reaches_the_device_plugin_and_mig_rolls_out(direct
 
 def test_sharing_bad_pool_fails_before_any_write(direct_site):
     runner, api, repo = direct_site()
-    result = runner.run(gpu_sharing_pools=[dict(POOLS[0], replicas=1)])
+    result = runner.run(gpu_platform_node_pools=[dict(POOLS[0], replicas=1)])
     assert result.failed == 1
-    assert any("gpu_sharing_pools[0].replicas" in m for m in result.failure_messages()), result.failure_messages()
+    assert any("gpu_platform_node_pools[0].replicas" in m for m in result.failure_messages()), result.failure_messages()
     assert api.writes() == []
 
 
 def test_mig_mixed_strategy_advertises_mig_resources(direct_site):
     runner, api, repo = direct_site()
     pools = [dict(POOLS[1], mig_strategy="mixed")]
-    result = runner.run(gpu_sharing_pools=pools, gpu_operator_mig_strategy="mixed")
+    result = runner.run(gpu_platform_node_pools=pools, gpu_platform_mig_strategy="mixed")
     assert result.failed == 0, result.failure_messages()
     allocatable = api.store.get("v1", "Node", "gpu-node-2")["status"]["allocatable"]
     assert allocatable["nvidia.com/mig-1g.10gb"] == "56", "mixed strategy: 8 GPUs x 7 x 1g.10gb"
@@ -290,9 +290,9 @@ def test_mig_mixed_strategy_advertises_mig_resources(direct_site):
 
 def test_mig_strategy_must_match_the_cluster(direct_site):
     runner, api, repo = direct_site()
-    result = runner.run(gpu_sharing_pools=[dict(POOLS[1], mig_strategy="mixed")], gpu_operator_wait=False)
+    result = runner.run(gpu_platform_node_pools=[dict(POOLS[1], mig_strategy="mixed")], gpu_operator_wait=False)
     assert result.failed == 1
-    assert "Fix: set gpu_operator_mig_strategy to mixed" in result.failure_messages()[-1]
+    assert "Fix: set gpu_platform_mig_strategy to mixed" in result.failure_messages()[-1]
 
 
 def test_a_registry_password_reaches_only_its_secret(direct_site, tmp_path):

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 FLAVORS = [{"name": "a100", "gpu_product": "NVIDIA-A100-SXM4-80GB"}]
 TEAMS = [{"name": "vision", "namespaces": ["vision"], "quota": {"a100": 8}},
          {"name": "nlp", "namespaces": ["nlp"], "quota": {"a100": 8}, "borrowing_limit": {"a100": 4}}]
-SPEC = {"scheduling_flavors": FLAVORS, "scheduling_teams": TEAMS, "scheduling_cohort": "research"}
+SPEC = {"scheduling_flavors": FLAVORS, "gpu_platform_teams": TEAMS, "scheduling_cohort": "research"}
 
 
 def test_schedulers_and_team_queues_go_on_once(direct_site):
@@ -48,7 +48,7 @@ def test_schedulers_and_team_queues_go_on_once(direct_site):
 
 def test_kai_instead_of_volcano(direct_site):
     runner, api, repo = direct_site()
-    result = runner.run(scheduling_scheduler="kai", **SPEC)
+    result = runner.run(gpu_platform_scheduler="kai", **SPEC)
     assert result.failed == 0, result.failure_messages()
     assert api.store.list("v1", "Secret", "kai-scheduler", label_selector="owner=helm,status=deployed")
     assert api.store.list("v1", "Secret", "volcano-system", label_selector="owner=helm") == []
@@ -57,10 +57,10 @@ def test_kai_instead_of_volcano(direct_site):
 
 
 @pytest.mark.parametrize("over, words", [
-    ({"scheduling_teams": [dict(TEAMS[0], quota={"a100": "eight"})]},
-     "scheduling_teams[0].quota.a100: 'eight' is not a number of GPUs"),
-    ({"scheduling_teams": [dict(TEAMS[0], quota={"h100": 8})]}, "scheduling_teams[0].quota.h100"),
-    ({"scheduling_teams": [dict(TEAMS[0], namespaces=[])]}, "scheduling_teams[0].namespaces"),
+    ({"gpu_platform_teams": [dict(TEAMS[0], quota={"a100": "eight"})]},
+     "gpu_platform_teams[0].quota.a100: 'eight' is not a number of GPUs"),
+    ({"gpu_platform_teams": [dict(TEAMS[0], quota={"h100": 8})]}, "gpu_platform_teams[0].quota.h100"),
+    ({"gpu_platform_teams": [dict(TEAMS[0], namespaces=[])]}, "gpu_platform_teams[0].namespaces"),
     ({"monitoring_thresholds": {"temperature_celsius": 300}}, "monitoring_thresholds.temperature_celsius"),
     # A later layer's chart source or version, and the image mirrors, are checked before the first layer writes.
     ({"scheduling_kueue_chart_version": "latest"}, "scheduling_kueue_chart_version: 'latest' is not a version"),
@@ -143,7 +143,7 @@ def test_the_demo_bundle_has_every_layer(render_site, shared_dir):
 
 def test_dra_moves_the_chosen_nodes_and_keeps_the_device_plugin_off_them(direct_site):
     runner, api, repo = direct_site()
-    result = runner.run(dra_driver_enabled=True, dra_driver_nodes="nodepool=training")
+    result = runner.run(gpu_platform_dra_enabled=True, dra_driver_nodes="nodepool=training")
     assert result.failed == 0, result.failure_messages() or result.debug_text()
     moved = api.store.get("v1", "Node", "gpu-node-2")["metadata"]["labels"]
     assert moved["nvidia.com/dra-kubelet-plugin"] == "true" and moved["nvidia.com/gpu.deploy.device-plugin"] == "false"
@@ -162,12 +162,12 @@ def test_dra_moves_the_chosen_nodes_and_keeps_the_device_plugin_off_them(direct_
 @pytest.mark.parametrize("over, cluster, words", [
     ({}, {"git_version": "v1.33.5"}, "1.34"),
     # The version matrix knows the 580 floor too, so the platform preflight already refuses it.
-    ({"gpu_operator_driver_version": "575.57.08"}, {}, "driver < 580"),
+    ({"gpu_platform_driver_version": "575.57.08"}, {}, "driver < 580"),
     ({"dra_driver_nodes": ""}, {}, "dra_driver_nodes is empty"),
 ])
 def test_dra_is_refused_before_any_write(direct_site, over, cluster, words):
     runner, api, repo = direct_site(**cluster)
-    result = runner.run(**dict({"dra_driver_enabled": True, "dra_driver_nodes": "nodepool=training"}, **over))
+    result = runner.run(**dict({"gpu_platform_dra_enabled": True, "dra_driver_nodes": "nodepool=training"}, **over))
     assert result.failed == 1
     assert any(words in m for m in result.failure_messages()), result.failure_messages()
     assert api.writes() == []
@@ -240,12 +240,12 @@ def test_every_layers_mistakes_are_reported_in_one_run(direct_site):
     """A mistake in the platform settings, the team spec and the monitoring thresholds: one run names all three."""
     runner, api, repo = direct_site()
     result = runner.run(**dict(SPEC, scheduling_kueue_chart_version="latest",
-                               scheduling_teams=[dict(TEAMS[0], quota={"a100": "eight"})],
+                               gpu_platform_teams=[dict(TEAMS[0], quota={"a100": "eight"})],
                                monitoring_thresholds={"temperature_celsius": 300}))
     assert result.failed == 1
     [message] = [m for m in result.failure_messages() if "check(s) failed before anything was written" in m]
     assert message.startswith("3 check(s) failed")
-    for words in ("scheduling_kueue_chart_version", "scheduling_teams[0].quota.a100",
+    for words in ("scheduling_kueue_chart_version", "gpu_platform_teams[0].quota.a100",
                   "monitoring_thresholds.temperature_celsius"):
         assert words in message
     assert api.writes() == []

@@ -66,7 +66,7 @@ def test_bundle_is_valid_idempotent_and_builds(render_site, shared_dir, fmt, kin
 
 def test_namespace_is_privileged_and_values_follow_the_inventory(render_site, shared_dir):
     runner, out = render_site
-    result = runner.run(gpu_platform_driver_mode="host", gpu_operator_mig_strategy="mixed",
+    result = runner.run(gpu_platform_driver_mode="host", gpu_platform_mig_strategy="mixed",
                         gpu_operator_device_plugin_config={"name": "time-slicing-config", "default": "any"},
                         gpu_operator_image_pull_secrets=["ngc-pull"])
     assert result.failed == 0, result.failure_messages()
@@ -120,7 +120,7 @@ def test_example_inventories_choices_are_valid(render_site, shared_dir, inventor
 def test_bundle_with_the_network_layer(render_site, shared_dir):
     runner, out = render_site
     # Only the layers under test (the scheduling layer's releases are tested in test_site_layers.py).
-    result = runner.run(network_operator_mode="rdma_shared", gpu_platform_scheduling_enabled=False,
+    result = runner.run(gpu_platform_network_mode="rdma_shared", gpu_platform_scheduling_enabled=False,
                         network_operator_selectors={"vendors": ["15b3"], "link_type": "infiniband", "interfaces": ["ibs1f0"]})
     assert result.failed == 0, result.failure_messages()
     objects = kustomize(out)
@@ -143,7 +143,7 @@ def test_bundle_with_the_network_layer(render_site, shared_dir):
 
 def test_known_broken_versions_stop_the_play_before_anything_is_written(render_site):
     runner, out = render_site
-    result = runner.run(gpu_operator_chart_version="v24.9.2", network_operator_mode="rdma_shared",
+    result = runner.run(gpu_operator_chart_version="v24.9.2", gpu_platform_network_mode="rdma_shared",
                         network_operator_selectors={"vendors": ["15b3"], "interfaces": ["ibs1f0"]})
     assert result.failed == 1
     msg = result.failure_messages()[-1]
@@ -154,7 +154,7 @@ def test_known_broken_versions_stop_the_play_before_anything_is_written(render_s
 
 def test_the_default_pair_with_rdma_renders_and_prints_its_notes(render_site):
     runner, out = render_site
-    result = runner.run(network_operator_mode="rdma_shared",
+    result = runner.run(gpu_platform_network_mode="rdma_shared",
                         network_operator_selectors={"vendors": ["15b3"], "interfaces": ["ibs1f0"]})
     assert result.failed == 0, result.failure_messages()
     printed = result.result("What the data could not check, and what was acknowledged (not a failure; read it)")["msg"]
@@ -171,7 +171,7 @@ def test_bundle_with_gpu_sharing(render_site, shared_dir):
     pools = [{"name": "inference", "node_selector": {"nodepool": "inference"}, "sharing": "time-slicing", "replicas": 4,
               "multi_tenant": True},
              {"name": "training", "node_selector": {"nodepool": "training"}, "sharing": "mig", "mig_profile": "all-1g.10gb"}]
-    result = runner.run(gpu_sharing_pools=pools, gpu_platform_scheduling_enabled=False)
+    result = runner.run(gpu_platform_node_pools=pools, gpu_platform_scheduling_enabled=False)
     assert result.failed == 0, result.failure_messages()
     warned = result.result("Warnings about the chosen sharing (time-slicing is no isolation)")["msg"]
     assert any("no memory or fault isolation" in w for w in warned)
@@ -193,7 +193,7 @@ def test_cloud_managed_driver_renders_the_peermem_loader(render_site):
     """AKS-managed GPU pools with RDMA: host mode, owner cloud; the loader DaemonSet joins the bundle."""
     runner, out = render_site
     result = runner.run(gpu_platform_driver_mode="host", gpu_platform_cloud_driver="present",
-                        network_operator_mode="rdma_shared",
+                        gpu_platform_network_mode="rdma_shared",
                         network_operator_selectors={"vendors": ["15b3"], "link_type": "infiniband",
                                                     "interfaces": ["ibs1f0"]},
                         peermem_node_selector={"kubernetes.azure.com/accelerator": "nvidia"})
@@ -217,7 +217,7 @@ def test_an_unverified_pair_stops_the_render_unless_acknowledged(render_site):
     """GPU Operator v26.7.0 with the network layer: no validated GPUDirect RDMA pair, so nothing is written
     until gpu_platform_accept_unverified says so; then the reasons are printed and the bundle is written."""
     runner, out = render_site
-    network = {"network_operator_mode": "rdma_shared",
+    network = {"gpu_platform_network_mode": "rdma_shared",
                "network_operator_selectors": {"vendors": ["15b3"], "interfaces": ["ibs1f0"]},
                "gpu_operator_chart_version": "v26.7.0", "gpu_platform_kubernetes_version": "1.35",
                "gpu_platform_node_os": "Ubuntu 24.04", "gpu_platform_container_runtime": "containerd 2.0.5",
@@ -252,12 +252,12 @@ def test_a_custom_mig_config_reaches_the_gpu_operator_release(render_site, share
     runner, out = render_site
     text = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "sharing.md"), encoding="utf-8").read()
     example = yaml.safe_load(text.split("## A custom mig-parted config", 1)[1].split("```yaml", 1)[1].split("```", 1)[0])
-    result = runner.run(gpu_operator_mig_strategy="mixed", **example)
+    result = runner.run(gpu_platform_mig_strategy="mixed", **example)
     assert result.failed == 0, result.failure_messages()
     values = bundle(out)["helmrelease-gpu-operator-gpu-operator.yaml"]["spec"]["values"]
     assert values["migManager"]["config"] == {"name": "custom-mig-parted-config", "default": "all-disabled",
                                               "create": False}
     maps = [o for o in kustomize(out) if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "custom-mig-parted-config"]
-    assert len(maps) == 1 and yaml.safe_load(maps[0]["data"]["config.yaml"]) == example["gpu_sharing_mig_config"]
+    assert len(maps) == 1 and yaml.safe_load(maps[0]["data"]["config.yaml"]) == example["gpu_platform_mig_config"]
     defaults = os.path.join(shared_dir, "upstream", "gpu-operator", "values.default.yaml")
     assert crdschema.check_values_keys(values, defaults) == []

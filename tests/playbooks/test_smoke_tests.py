@@ -27,7 +27,7 @@ def smoke_left(api):
 
 def test_each_layer_proves_itself_and_the_summary_has_one_line_per_layer(direct_site):
     runner, api, repo = direct_site()
-    result = runner.run(gpu_sharing_pools=POOLS, gpu_operator_rdma_enabled=True, **NETWORK, **NCCL)
+    result = runner.run(gpu_platform_node_pools=POOLS, gpu_platform_gpudirect_rdma=True, **NETWORK, **NCCL)
     assert result.failed == 0, result.failure_messages() or result.debug_text()
     assert summary_line(result) == ("Smoke tests passed for gpu_operator, gpu_sharing, scheduling and "
                                     "network_operator.")
@@ -74,11 +74,11 @@ def test_smoke_playbook_runs_every_test_then_judges(direct_site):
     lines = result.result("One line per layer")["msg"]
     assert lines[0].startswith("gpu_operator: FAIL - pod-gpu-platform-smoke-gpu-platform-smoke-cuda - ")
     assert "Driver/library version mismatch" in lines[0]
-    assert lines[1] == "dra_driver: SKIPPED - the DRA driver is not enabled (dra_driver_enabled)"
+    assert lines[1] == "dra_driver: SKIPPED - the DRA driver is not enabled (gpu_platform_dra_enabled)"
     assert lines[2].startswith("scheduling: FAIL - job-gpu-platform-smoke-gpu-platform-smoke-gang - 0 of 2 gang pods "
                                "started within 10s"), "the gang ran although nvidia-smi had failed"
     assert "Insufficient nvidia.com/gpu" in lines[2]
-    assert lines[3].startswith("network_operator: SKIPPED - RDMA is off (network_operator_mode is none)")
+    assert lines[3].startswith("network_operator: SKIPPED - RDMA is off (gpu_platform_network_mode is none)")
     assert result.failure_messages()[-1].startswith("Smoke tests failed: gpu_operator: FAIL")
     assert smoke_left(api) == []
     # The layers were not touched: only the smoke namespace's objects were written.

@@ -17,8 +17,8 @@ UNINSTALL = str(ROOT / "playbooks" / "uninstall.yml")
 FLAVORS = [{"name": "a100", "gpu_product": "NVIDIA-A100-SXM4-80GB"}]
 TEAMS = [{"name": "vision", "namespaces": ["vision"], "quota": {"a100": 8}}]
 POOLS = [{"name": "inference", "node_selector": {"nodepool": "inference"}, "sharing": "time-slicing", "replicas": 4}]
-INSTALL = {"scheduling_flavors": FLAVORS, "scheduling_teams": TEAMS, "gpu_sharing_pools": POOLS,
-           "dra_driver_enabled": True, "dra_driver_nodes": "nodepool=training"}
+INSTALL = {"scheduling_flavors": FLAVORS, "gpu_platform_teams": TEAMS, "gpu_platform_node_pools": POOLS,
+           "gpu_platform_dra_enabled": True, "dra_driver_nodes": "nodepool=training"}
 CRD = "apiextensions.k8s.io/v1"
 
 
@@ -160,7 +160,7 @@ def test_cloud_managed_gpu_nodes_with_the_toolkit_are_refused_naming_nodes_and_v
         api.store.set_labels("v1", "Node", node, {"kubernetes.azure.com/agentpool": None})
     refused = runner.run(playbook=UNINSTALL, gpu_platform_cloud_driver="present")
     assert refused.failed == 1
-    assert "gpu_operator_cloud_driver is present" in refused.failure_messages()[-1]
+    assert "gpu_platform_cloud_driver is present" in refused.failure_messages()[-1]
     assert api.writes() == []
 
     # GitOps: refused with the fix, without contacting the cluster.

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 UPGRADE = str(ROOT / "playbooks" / "upgrade.yml")
 SITE = str(ROOT / "site.yml")
 NEW = "595.100.05"
-NETWORK = {"network_operator_mode": "rdma_shared",
+NETWORK = {"gpu_platform_network_mode": "rdma_shared",
            "network_operator_selectors": {"vendors": ["15b3"], "link_type": "infiniband", "interfaces": ["ibs1f0"]}}
 POOLS = [{"name": "inference", "node_selector": {"nodepool": "inference"}, "sharing": "time-slicing", "replicas": 4}]
 FOLLOW = "Until every GPU node is upgrade-done (stops naming a failed or stuck node)"
@@ -84,7 +84,7 @@ def upgrade_site(direct_site, chart_cache, gpu_operator_chart, network_operator_
         upgrader = api.add_controller(SimulatedDriverUpgrade(step=5.0, **upgrader_options))
         order = api.add_controller(EventOrder())
         with ticking(api.clock):
-            site = runner.run(playbook=SITE, network_operator_chart_version="26.4.0", gpu_sharing_pools=POOLS,
+            site = runner.run(playbook=SITE, network_operator_chart_version="26.4.0", gpu_platform_node_pools=POOLS,
                               gpu_platform_upgrade_poll_interval=1, gpu_platform_upgrade_timeout="3m", **NETWORK)
         assert site.failed == 0, site.failure_messages() or site.debug_text()
         assert {n["metadata"]["labels"].get(STATE) for n in api.store.list("v1", "Node")} == {"upgrade-done"}
@@ -117,7 +117,7 @@ def run_upgrade(runner, api, *args, **over):
 def test_upgrade_in_order_follows_every_node_then_is_a_no_op_and_refuses_a_broken_combination(upgrade_site):
     runner, api, upgrader, order = upgrade_site()
     result = run_upgrade(runner, api, network_operator_chart_version="26.4.1", gpu_platform_accept_unverified=True,
-                         gpu_operator_driver_version=NEW,
+                         gpu_platform_driver_version=NEW,
                          gpu_operator_driver_upgrade_policy={"maxParallelUpgrades": 1, "maxUnavailable": "100%"},
                          gpu_platform_upgrade_stuck_timeout="60s")
     assert result.failed == 0, result.failure_messages() or result.debug_text()
@@ -165,7 +165,7 @@ def test_upgrade_in_order_follows_every_node_then_is_a_no_op_and_refuses_a_broke
     # A known-broken new combination (the DRA layer needs driver >= 580) stops in preflight: nothing written.
     api.clear_log()
     before = (releases(api, "gpu-operator", "gpu-operator"), releases(api, "network-operator", "nvidia-network-operator"))
-    broken = run_upgrade(runner, api, gpu_operator_driver_version="575.57.08", dra_driver_enabled=True)
+    broken = run_upgrade(runner, api, gpu_platform_driver_version="575.57.08", gpu_platform_dra_enabled=True)
     assert broken.failed == 1
     msg = " ".join(broken.failure_messages())
     assert "dra-driver-below-580" in msg and "575.57.08" in msg, msg
@@ -177,7 +177,7 @@ def test_upgrade_in_order_follows_every_node_then_is_a_no_op_and_refuses_a_broke
 
     # So is a bad driver upgrade policy (checks.yml), naming the field path.
     api.clear_log()
-    bad = run_upgrade(runner, api, dra_driver_enabled=False, gpu_operator_driver_version=NEW,
+    bad = run_upgrade(runner, api, gpu_platform_dra_enabled=False, gpu_platform_driver_version=NEW,
                       gpu_operator_driver_upgrade_policy={"drain": {"enable": True, "timeoutSeconds": -30}})
     assert bad.failed == 1
     assert any("gpu_operator_driver_upgrade_policy.drain.timeoutSeconds: -30 is negative" in m
@@ -187,7 +187,7 @@ def test_upgrade_in_order_follows_every_node_then_is_a_no_op_and_refuses_a_broke
 
 def test_a_failed_node_stops_the_run_then_a_retried_node_that_sticks_is_named(upgrade_site):
     runner, api, upgrader, order = upgrade_site(fail_nodes={"gpu-node-2": "validation-required"})
-    failed = run_upgrade(runner, api, gpu_operator_driver_version=NEW, network_operator_chart_version="26.4.1",
+    failed = run_upgrade(runner, api, gpu_platform_driver_version=NEW, network_operator_chart_version="26.4.1",
                          gpu_platform_accept_unverified=True,
                          gpu_platform_upgrade_stuck_timeout="60s")
     assert failed.failed == 1
@@ -204,7 +204,7 @@ def test_a_failed_node_stops_the_run_then_a_retried_node_that_sticks_is_named(up
     upgrader.fail_nodes.clear()
     upgrader.stuck_nodes["gpu-node-2"] = "wait-for-jobs-required"
     api.store.set_labels("v1", "Node", "gpu-node-2", {STATE: "upgrade-required"})
-    stuck = run_upgrade(runner, api, gpu_operator_driver_version=NEW, network_operator_chart_version="26.4.1",
+    stuck = run_upgrade(runner, api, gpu_platform_driver_version=NEW, network_operator_chart_version="26.4.1",
                         gpu_platform_accept_unverified=True,
                         gpu_platform_upgrade_stuck_timeout="4s")
     assert stuck.failed == 1

@@ -85,11 +85,11 @@ def test_extra_values_merge_last():
 @pytest.mark.parametrize("over, field, words", [
     ({"driver_values": {"driver": {"enabled": "yes"}}}, "gpu_operator_driver_values", "not a gpu_driver_mode decision"),
     ({"driver_values": None}, "gpu_operator_driver_values", "not a gpu_driver_mode decision"),
-    ({"mig_strategy": "all"}, "gpu_operator_mig_strategy", "not a MIG strategy"),
-    ({"rdma_use_host_mofed": True}, "gpu_operator_rdma_use_host_mofed", "gpu_operator_rdma_enabled is false"),
-    ({"driver_version": "latest"}, "gpu_operator_driver_version", "not a driver version"),
+    ({"mig_strategy": "all"}, "gpu_platform_mig_strategy", "not a MIG strategy"),
+    ({"rdma_use_host_mofed": True}, "gpu_platform_host_mofed", "gpu_platform_gpudirect_rdma is false"),
+    ({"driver_version": "latest"}, "gpu_platform_driver_version", "not a driver version"),
     ({"driver_version": "580.95.05", "driver_values": decided("host", nodes=[HOST_TOOLKIT])},
-     "gpu_operator_driver_version", "the hosts own the driver"),
+     "gpu_platform_driver_version", "the hosts own the driver"),
     # An override of what gpu_driver_mode decided would bypass its conflict check.
     ({"extra_values": {"driver": {"enabled": False}}}, "gpu_operator_extra_values.driver.enabled", "contradicts"),
     ({"extra_values": {"driver": {"nvidiaDriverCRD": {"enabled": True}}}},

@@ -35,8 +35,8 @@ def raises(func, *args, **kwargs):
     ("1.36.1-gke.100", "595.91.07", "cloud", []),
     ("v1.35.0", "R580", "host", []),                            # a branch is enough
     ("v1.35.0", "580", "operator", []),
-    ("v1.35.0", "", "operator", ["gpu_operator_driver_version is empty", "chart's default", "580"]),
-    ("v1.35.0", None, "host", ["host_driver_branch is empty", "no branch given", "580"]),
+    ("v1.35.0", "", "operator", ["gpu_platform_driver_version is empty", "chart's default", "580"]),
+    ("v1.35.0", None, "host", ["gpu_platform_driver_branch is empty", "no branch given", "580"]),
     ("v1.34.0", "", "cloud", ["1.34.2", "dra_driver is empty", "node image"]),
 ])
 def test_supported(kube, driver, owner, warning_words):
@@ -50,19 +50,19 @@ def test_supported(kube, driver, owner, warning_words):
 @pytest.mark.parametrize("kube, driver, owner, field, words", [
     ("1.33", "580.65.06", "operator", "kubernetes version",
      ["Kubernetes 1.33", "resource.k8s.io/v1 is GA from 1.34", "upgrade the cluster or use the device plugin",
-      "dra_driver_enabled: false", "dra-kubernetes-below-1.34"]),
+      "gpu_platform_dra_enabled: false", "dra-kubernetes-below-1.34"]),
     ("v1.33.9-gke.1000", "", "cloud", "kubernetes version", ["Kubernetes 1.33.9", "GA from 1.34"]),
     ("v1.32.4", "595.91.07", "host", "kubernetes version", ["Kubernetes 1.32.4"]),
     # both below: the cluster is named first
     ("1.33", "570.195.03", "host", "kubernetes version", ["GA from 1.34"]),
-    ("v1.35.0", "575.57.08", "operator", "gpu_operator_driver_version",
-     ["driver 575.57.08", "580", "dra-driver-below-580", "pin gpu_operator_driver_version"]),
-    ("v1.35.0", "575", "host", "host_driver_branch", ["driver 575", "set host_driver_branch to 580"]),
-    ("v1.35.0", "R570", "host", "host_driver_branch", ["driver 570"]),
-    ("v1.35.0", "575.64.05", "cloud", "dra_driver", ["node image", "dra_driver_enabled: false"]),
+    ("v1.35.0", "575.57.08", "operator", "gpu_platform_driver_version",
+     ["driver 575.57.08", "580", "dra-driver-below-580", "pin gpu_platform_driver_version"]),
+    ("v1.35.0", "575", "host", "gpu_platform_driver_branch", ["driver 575", "set gpu_platform_driver_branch to 580"]),
+    ("v1.35.0", "R570", "host", "gpu_platform_driver_branch", ["driver 570"]),
+    ("v1.35.0", "575.64.05", "cloud", "dra_driver", ["node image", "gpu_platform_dra_enabled: false"]),
     ("latest", "580", "operator", "kubernetes version", ["not a Kubernetes version"]),
     (1.34, "580", "operator", "kubernetes version", ["a number", "quote it"]),
-    ("v1.35.0", "580.x", "operator", "gpu_operator_driver_version", ["not an NVIDIA driver version"]),
+    ("v1.35.0", "580.x", "operator", "gpu_platform_driver_version", ["not an NVIDIA driver version"]),
     ("v1.35.0", "580", "gpu-operator", "driver_owner", ["not a driver owner", "host, operator, cloud"]),
 ])
 def test_refused(kube, driver, owner, field, words):
@@ -157,9 +157,9 @@ def test_driver_root(root, owner, expected):
     ({"node_selector": {"bad key!": "x"}}, "dra_driver_node_selector", "not a valid Kubernetes label name"),
     ({"node_selector": {"nvidia.com/dra-kubelet-plugin": "yes"}}, "dra_driver_node_selector",
      "driver manager evicts the kubelet plugin"),
-    ({"enabled": False}, "dra_driver_enabled", "not installed"),
-    ({"enabled": "yes"}, "dra_driver_enabled", "not true or false"),
-    ({"gpus_enabled": False, "compute_domains_enabled": False}, "dra_driver_enabled", "both false"),
+    ({"enabled": False}, "gpu_platform_dra_enabled", "not installed"),
+    ({"enabled": "yes"}, "gpu_platform_dra_enabled", "not true or false"),
+    ({"gpus_enabled": False, "compute_domains_enabled": False}, "gpu_platform_dra_enabled", "both false"),
     ({"gpus_enabled": None}, "dra_driver_gpus_enabled", "not true or false"),
     ({"compute_domains_enabled": "false"}, "dra_driver_compute_domains_enabled", "not true or false"),
     ({"image_pull_secrets": "ngc-pull"}, "dra_driver_image_pull_secrets", "not a list"),

@@ -47,7 +47,7 @@ def test_renamed_puts_the_users_variable_in_front_of_the_same_problem_and_fix():
     assert renamed.msg == "gpu_operator_chart_version" + exc.msg[len(exc.field):], "what the filters printed before"
 
 
-@pytest.mark.parametrize("fields", [None, {}, {"driver": "gpu_operator_driver_version"}, {"gpu_operator": ""},
+@pytest.mark.parametrize("fields", [None, {}, {"driver": "gpu_platform_driver_version"}, {"gpu_operator": ""},
                                     {"gpu_operator": "gpu_operator"}, ["gpu_operator"], "gpu_operator"])
 def test_renamed_without_a_name_for_the_field_is_the_same_error(fields):
     exc = ParamError("gpu_operator", "bad", "fix it")
@@ -57,7 +57,7 @@ def test_renamed_without_a_name_for_the_field_is_the_same_error(fields):
 # ---------------------------------------------------------------- user_errors
 
 @pytest.mark.parametrize("exc", [
-    ParamError("gpu_sharing_pools[0].replicas", "1 is below 2", "use 2 or more"),
+    ParamError("gpu_platform_node_pools[0].replicas", "1 is below 2", "use 2 or more"),
     Refusal("Known-broken combination: x. Fix: choose another"),
     GpuPlatformError("node label patches: a file cannot be read (x). Fix: point gpu_platform_bundle at the folder"),
 ])
@@ -163,9 +163,9 @@ def test_node_label_patches_of_an_unreadable_bundle(tmp_path):
 @pytest.mark.parametrize("name, args, words", [
     ("namespace_objects", (["ok", "Not_OK"],), "namespaces[1]: 'Not_OK' is not a valid name"),
     ("gpu_sharing_plan", ([{"name": "t", "node_selector": {"p": "t"}, "sharing": "time-slicing", "replicas": 1}],),
-     "gpu_sharing_pools[0].replicas"),
+     "gpu_platform_node_pools[0].replicas"),
     ("smoke_tests_plan", ({}, [{"name": "t", "node_selector": {"p": "t"}, "sharing": "time-slicing", "replicas": 1}]),
-     "gpu_sharing_pools[0].replicas"),
+     "gpu_platform_node_pools[0].replicas"),
     ("runtime_restore_plan", ({"format": 2}, "/var/backups/x"), "manifest: is not a runtime backup manifest"),
     ("platform_check", ({"mirrors": {"gpu_platform_image_mirrors": {"nvcr.io": "https://u:p@harbor/x"}}},),
      "gpu_platform_image_mirrors.nvcr.io"),

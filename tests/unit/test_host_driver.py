@@ -95,11 +95,11 @@ def test_debian_distribution_needs_the_shipped_branch(major, shipped, branch):
     with pytest.raises(ParamError) as info:
         host_driver.plan(debian(major), settings(branch=branch))
     err = info.value
-    assert err.field == "host_driver_branch"
-    assert str(err).startswith("host_driver_branch: Debian %s ships driver branch %s in non-free, not %s" % (
+    assert err.field == "gpu_platform_driver_branch"
+    assert str(err).startswith("gpu_platform_driver_branch: Debian %s ships driver branch %s in non-free, not %s" % (
         major, shipped, branch))
     fix = str(err).split(". Fix: ", 1)[1]
-    assert "host_driver_branch: %s" % shipped in fix and "host_driver_source: vendor" in fix
+    assert "gpu_platform_driver_branch: %s" % shipped in fix and "host_driver_source: vendor" in fix
 
 
 # ---------------------------------------------------------------- vendor (NVIDIA's CUDA repository) on apt
@@ -275,8 +275,8 @@ def test_branch(branch, accepted):
     with pytest.raises(ParamError) as info:
         host_driver.plan(ubuntu("22.04"), settings(branch=branch))
     err = info.value
-    assert err.field == "host_driver_branch"
-    assert str(err).startswith("host_driver_branch: %r is not a driver branch number. Fix: " % (branch,))
+    assert err.field == "gpu_platform_driver_branch"
+    assert str(err).startswith("gpu_platform_driver_branch: %r is not a driver branch number. Fix: " % (branch,))
     assert "three-digit branch" in str(err)
 
 
@@ -285,7 +285,7 @@ def test_missing_branch():
     del given["branch"]
     with pytest.raises(ParamError) as info:
         host_driver.plan(debian("12"), given)
-    assert info.value.field == "host_driver_branch" and "None is not a driver branch number" in str(info.value)
+    assert info.value.field == "gpu_platform_driver_branch" and "None is not a driver branch number" in str(info.value)
 
 
 def test_a_branch_with_a_trailing_newline_is_refused():
@@ -302,7 +302,7 @@ def test_a_branch_with_a_trailing_newline_is_refused():
     ({"kernel_modules": None}, "host_driver_kernel_modules", "None is not a kernel module flavour", "open"),
     ({"kernel_modules": "Open"}, "host_driver_kernel_modules", "'Open' is not a kernel module flavour", "open"),
     # the branch is checked first
-    ({"branch": "5", "source": "nvidia"}, "host_driver_branch", "'5' is not a driver branch number", "535"),
+    ({"branch": "5", "source": "nvidia"}, "gpu_platform_driver_branch", "'5' is not a driver branch number", "535"),
 ])
 def test_bad_settings_name_the_variable(changes, field, words, fix):
     with pytest.raises(ParamError) as info:

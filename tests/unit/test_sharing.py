@@ -48,7 +48,7 @@ def one(base, **changes):
 def test_valid_pools(raw, expected):
     got = sharing.validate_pools([raw])[0]
     assert isinstance(got, sharing_pool.Pool)
-    assert got.name == raw["name"] and got.field == "gpu_sharing_pools[0]"
+    assert got.name == raw["name"] and got.field == "gpu_platform_node_pools[0]"
     for key, value in expected.items():
         assert getattr(got, key) == value, key
 
@@ -67,7 +67,7 @@ def test_validation_does_not_keep_references_to_the_input():
 def test_several_pools_keep_order_and_index_their_fields():
     pools = sharing.validate_pools([WHOLE, TS, MIGP])
     assert [p.name for p in pools] == ["training", "inference", "notebooks"]
-    assert [p.field for p in pools] == ["gpu_sharing_pools[0]", "gpu_sharing_pools[1]", "gpu_sharing_pools[2]"]
+    assert [p.field for p in pools] == ["gpu_platform_node_pools[0]", "gpu_platform_node_pools[1]", "gpu_platform_node_pools[2]"]
 
 
 def test_to_dict_has_the_inventory_keys():
@@ -78,55 +78,55 @@ def test_to_dict_has_the_inventory_keys():
 
 BAD = [
     # (pools, field, words in the problem)
-    ({"name": "x"}, "gpu_sharing_pools", "must be a list"),
-    ("inference", "gpu_sharing_pools", "must be a list"),
-    (["inference"], "gpu_sharing_pools[0]", "is not a pool"),
-    ([pool(TS, replica=4)], "gpu_sharing_pools[0]", "unknown key(s) replica"),
-    ([pool(TS, name=None)], "gpu_sharing_pools[0].name", "is empty"),
-    ([pool(TS, name="Inference")], "gpu_sharing_pools[0].name", "is not a valid name"),
-    ([pool(TS, name="a" * 64)], "gpu_sharing_pools[0].name", "at most 63"),
-    ([pool(TS, name="pool_1")], "gpu_sharing_pools[0].name", "is not a valid name"),
-    ([pool(TS, name="default")], "gpu_sharing_pools[0].name", "is reserved"),
-    ([WHOLE, pool(TS, name="training", node_selector={"x": "y"})], "gpu_sharing_pools[1].name", "also the name of pool 0"),
-    ([pool(TS, sharing="mps")], "gpu_sharing_pools[0].sharing", "'mps' is not a sharing mode"),
-    ([pool(TS, sharing=None)], "gpu_sharing_pools[0].sharing", "is not a sharing mode"),
-    ([pool(TS, node_selector=None)], "gpu_sharing_pools[0].node_selector", "is required and empty"),
-    ([pool(TS, node_selector={})], "gpu_sharing_pools[0].node_selector", "is required and empty"),
-    ([pool(TS, node_selector="nodepool=inference")], "gpu_sharing_pools[0].node_selector", "must be a dictionary"),
-    ([pool(TS, node_selector={"bad key!": "x"})], "gpu_sharing_pools[0].node_selector", "not a valid Kubernetes label"),
-    ([pool(TS, node_selector={"gpu": True})], "gpu_sharing_pools[0].node_selector", "not a string"),
-    ([pool(TS, node_selector={"gpu": "-bad-"})], "gpu_sharing_pools[0].node_selector", "invalid value"),
-    ([WHOLE, pool(TS, node_selector={"nodepool": "training"})], "gpu_sharing_pools[1].node_selector",
+    ({"name": "x"}, "gpu_platform_node_pools", "must be a list"),
+    ("inference", "gpu_platform_node_pools", "must be a list"),
+    (["inference"], "gpu_platform_node_pools[0]", "is not a pool"),
+    ([pool(TS, replica=4)], "gpu_platform_node_pools[0]", "unknown key(s) replica"),
+    ([pool(TS, name=None)], "gpu_platform_node_pools[0].name", "is empty"),
+    ([pool(TS, name="Inference")], "gpu_platform_node_pools[0].name", "is not a valid name"),
+    ([pool(TS, name="a" * 64)], "gpu_platform_node_pools[0].name", "at most 63"),
+    ([pool(TS, name="pool_1")], "gpu_platform_node_pools[0].name", "is not a valid name"),
+    ([pool(TS, name="default")], "gpu_platform_node_pools[0].name", "is reserved"),
+    ([WHOLE, pool(TS, name="training", node_selector={"x": "y"})], "gpu_platform_node_pools[1].name", "also the name of pool 0"),
+    ([pool(TS, sharing="mps")], "gpu_platform_node_pools[0].sharing", "'mps' is not a sharing mode"),
+    ([pool(TS, sharing=None)], "gpu_platform_node_pools[0].sharing", "is not a sharing mode"),
+    ([pool(TS, node_selector=None)], "gpu_platform_node_pools[0].node_selector", "is required and empty"),
+    ([pool(TS, node_selector={})], "gpu_platform_node_pools[0].node_selector", "is required and empty"),
+    ([pool(TS, node_selector="nodepool=inference")], "gpu_platform_node_pools[0].node_selector", "must be a dictionary"),
+    ([pool(TS, node_selector={"bad key!": "x"})], "gpu_platform_node_pools[0].node_selector", "not a valid Kubernetes label"),
+    ([pool(TS, node_selector={"gpu": True})], "gpu_platform_node_pools[0].node_selector", "not a string"),
+    ([pool(TS, node_selector={"gpu": "-bad-"})], "gpu_platform_node_pools[0].node_selector", "invalid value"),
+    ([WHOLE, pool(TS, node_selector={"nodepool": "training"})], "gpu_platform_node_pools[1].node_selector",
      "same as pool 'training'"),
-    ([pool(TS, replicas=None)], "gpu_sharing_pools[0].replicas", "is required when sharing is time-slicing"),
-    ([pool(WHOLE), pool(TS, replicas=1)], "gpu_sharing_pools[1].replicas", "below 2"),
-    ([pool(TS, replicas=0)], "gpu_sharing_pools[0].replicas", "below 2"),
-    ([pool(TS, replicas=-4)], "gpu_sharing_pools[0].replicas", "below 2"),
-    ([pool(TS, replicas=65)], "gpu_sharing_pools[0].replicas", "above 64"),
-    ([pool(TS, replicas=400)], "gpu_sharing_pools[0].replicas", "above 64"),
-    ([pool(TS, replicas="4")], "gpu_sharing_pools[0].replicas", "not a whole number"),
-    ([pool(TS, replicas=4.0)], "gpu_sharing_pools[0].replicas", "not a whole number"),
-    ([pool(TS, replicas=True)], "gpu_sharing_pools[0].replicas", "not a whole number"),
-    ([pool(WHOLE, replicas=4)], "gpu_sharing_pools[0].replicas", "applies only to sharing: time-slicing"),
-    ([pool(MIGP, replicas=4)], "gpu_sharing_pools[0].replicas", "applies only to sharing: time-slicing"),
-    ([pool(MIGP, rename_by_default=True)], "gpu_sharing_pools[0].rename_by_default", "applies only to sharing: time"),
-    ([pool(WHOLE, fail_requests_greater_than_one=False)], "gpu_sharing_pools[0].fail_requests_greater_than_one",
+    ([pool(TS, replicas=None)], "gpu_platform_node_pools[0].replicas", "is required when sharing is time-slicing"),
+    ([pool(WHOLE), pool(TS, replicas=1)], "gpu_platform_node_pools[1].replicas", "below 2"),
+    ([pool(TS, replicas=0)], "gpu_platform_node_pools[0].replicas", "below 2"),
+    ([pool(TS, replicas=-4)], "gpu_platform_node_pools[0].replicas", "below 2"),
+    ([pool(TS, replicas=65)], "gpu_platform_node_pools[0].replicas", "above 64"),
+    ([pool(TS, replicas=400)], "gpu_platform_node_pools[0].replicas", "above 64"),
+    ([pool(TS, replicas="4")], "gpu_platform_node_pools[0].replicas", "not a whole number"),
+    ([pool(TS, replicas=4.0)], "gpu_platform_node_pools[0].replicas", "not a whole number"),
+    ([pool(TS, replicas=True)], "gpu_platform_node_pools[0].replicas", "not a whole number"),
+    ([pool(WHOLE, replicas=4)], "gpu_platform_node_pools[0].replicas", "applies only to sharing: time-slicing"),
+    ([pool(MIGP, replicas=4)], "gpu_platform_node_pools[0].replicas", "applies only to sharing: time-slicing"),
+    ([pool(MIGP, rename_by_default=True)], "gpu_platform_node_pools[0].rename_by_default", "applies only to sharing: time"),
+    ([pool(WHOLE, fail_requests_greater_than_one=False)], "gpu_platform_node_pools[0].fail_requests_greater_than_one",
      "applies only to sharing: time-slicing"),
-    ([pool(TS, rename_by_default="yes")], "gpu_sharing_pools[0].rename_by_default", "not true or false"),
-    ([pool(TS, fail_requests_greater_than_one="true")], "gpu_sharing_pools[0].fail_requests_greater_than_one",
+    ([pool(TS, rename_by_default="yes")], "gpu_platform_node_pools[0].rename_by_default", "not true or false"),
+    ([pool(TS, fail_requests_greater_than_one="true")], "gpu_platform_node_pools[0].fail_requests_greater_than_one",
      "not true or false"),
-    ([pool(TS, multi_tenant=1)], "gpu_sharing_pools[0].multi_tenant", "not true or false"),
-    ([pool(MIGP, mig_profile=None)], "gpu_sharing_pools[0].mig_profile", "is required when sharing is mig"),
-    ([pool(MIGP, mig_profile="")], "gpu_sharing_pools[0].mig_profile", "is required when sharing is mig"),
-    ([pool(MIGP, mig_profile="all 1g")], "gpu_sharing_pools[0].mig_profile", "not a MIG configuration name"),
-    ([pool(MIGP, mig_profile=7)], "gpu_sharing_pools[0].mig_profile", "not a MIG configuration name"),
-    ([pool(MIGP, mig_profile="all-disabled")], "gpu_sharing_pools[0].mig_profile", "turns MIG off"),
-    ([pool(TS, mig_profile="all-1g.10gb")], "gpu_sharing_pools[0].mig_profile", "applies only to sharing: mig"),
-    ([pool(WHOLE, mig_profile="all-1g.10gb")], "gpu_sharing_pools[0].mig_profile", "applies only to sharing: mig"),
-    ([pool(TS, mig_strategy="mixed")], "gpu_sharing_pools[0].mig_strategy", "applies only to sharing: mig"),
-    ([pool(MIGP, mig_strategy="none")], "gpu_sharing_pools[0].mig_strategy", "is not a MIG strategy"),
-    ([pool(MIGP, mig_strategy="Single")], "gpu_sharing_pools[0].mig_strategy", "is not a MIG strategy"),
-    ([MIGP, pool(MIGP, name="b", node_selector={"nodepool": "b"}, mig_strategy="mixed")], "gpu_sharing_pools",
+    ([pool(TS, multi_tenant=1)], "gpu_platform_node_pools[0].multi_tenant", "not true or false"),
+    ([pool(MIGP, mig_profile=None)], "gpu_platform_node_pools[0].mig_profile", "is required when sharing is mig"),
+    ([pool(MIGP, mig_profile="")], "gpu_platform_node_pools[0].mig_profile", "is required when sharing is mig"),
+    ([pool(MIGP, mig_profile="all 1g")], "gpu_platform_node_pools[0].mig_profile", "not a MIG configuration name"),
+    ([pool(MIGP, mig_profile=7)], "gpu_platform_node_pools[0].mig_profile", "not a MIG configuration name"),
+    ([pool(MIGP, mig_profile="all-disabled")], "gpu_platform_node_pools[0].mig_profile", "turns MIG off"),
+    ([pool(TS, mig_profile="all-1g.10gb")], "gpu_platform_node_pools[0].mig_profile", "applies only to sharing: mig"),
+    ([pool(WHOLE, mig_profile="all-1g.10gb")], "gpu_platform_node_pools[0].mig_profile", "applies only to sharing: mig"),
+    ([pool(TS, mig_strategy="mixed")], "gpu_platform_node_pools[0].mig_strategy", "applies only to sharing: mig"),
+    ([pool(MIGP, mig_strategy="none")], "gpu_platform_node_pools[0].mig_strategy", "is not a MIG strategy"),
+    ([pool(MIGP, mig_strategy="Single")], "gpu_platform_node_pools[0].mig_strategy", "is not a MIG strategy"),
+    ([MIGP, pool(MIGP, name="b", node_selector={"nodepool": "b"}, mig_strategy="mixed")], "gpu_platform_node_pools",
      "different mig_strategy values"),
 ]
 
@@ -214,7 +214,7 @@ def test_config_is_deterministic_whatever_the_input_order():
 def test_config_only_for_time_slicing_pools(raw):
     with pytest.raises(ParamError) as info:
         sharing.time_slicing_config(one(raw))
-    assert info.value.field == "gpu_sharing_pools[0].sharing" and "Fix:" in str(info.value)
+    assert info.value.field == "gpu_platform_node_pools[0].sharing" and "Fix:" in str(info.value)
 
 
 def test_default_config_has_no_sharing():
@@ -251,8 +251,8 @@ def test_no_config_map_without_time_slicing(pools):
 
 
 @pytest.mark.parametrize("kwargs, field", [
-    ({"name": "Time_Slicing"}, "gpu_sharing_config_map_name"),
-    ({"name": ""}, "gpu_sharing_config_map_name"),
+    ({"name": "Time_Slicing"}, "gpu_platform_time_slicing_config_map"),
+    ({"name": ""}, "gpu_platform_time_slicing_config_map"),
     ({"namespace": "GPU"}, "gpu_sharing_namespace"),
     ({"namespace": ""}, "gpu_sharing_namespace"),
 ])
@@ -455,11 +455,11 @@ MIG_POOL = {"name": "training", "node_selector": {"nodepool": "training"}, "shar
 
 
 @pytest.mark.parametrize("over, field, words", [
-    ({"mig_profile": "all-9g.99gb"}, "gpu_sharing_pools[0].mig_profile", "not a MIG layout of any GPU"),
-    ({"mig_profile": "all-1g.12gb", "gpu_product": "A100-80GB"}, "gpu_sharing_pools[0].mig_profile",
+    ({"mig_profile": "all-9g.99gb"}, "gpu_platform_node_pools[0].mig_profile", "not a MIG layout of any GPU"),
+    ({"mig_profile": "all-1g.12gb", "gpu_product": "A100-80GB"}, "gpu_platform_node_pools[0].mig_profile",
      "needs the MIG profile 1g.12gb, which A100-80GB does not have"),
-    ({"gpu_product": "NVIDIA-T4"}, "gpu_sharing_pools[0].gpu_product", "not a MIG-capable GPU"),
-    ({"mig_profile": "all-balanced", "gpu_product": "RTX-9000"}, "gpu_sharing_pools[0].gpu_product", "RTX-9000"),
+    ({"gpu_product": "NVIDIA-T4"}, "gpu_platform_node_pools[0].gpu_product", "not a MIG-capable GPU"),
+    ({"mig_profile": "all-balanced", "gpu_product": "RTX-9000"}, "gpu_platform_node_pools[0].gpu_product", "RTX-9000"),
 ])
 def test_a_mig_layout_is_checked_against_the_catalog_without_a_cluster(over, field, words):
     with pytest.raises(ParamError) as err:
@@ -478,4 +478,4 @@ def test_a_layout_of_the_pools_gpu_passes(product, key):
 def test_gpu_product_belongs_to_mig_pools_only():
     with pytest.raises(ParamError) as err:
         sharing.validate_pools([{"name": "a", "node_selector": {"a": "b"}, "sharing": "none", "gpu_product": "A100-80GB"}])
-    assert err.value.field == "gpu_sharing_pools[0].gpu_product"
+    assert err.value.field == "gpu_platform_node_pools[0].gpu_product"

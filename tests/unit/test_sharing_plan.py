@@ -69,10 +69,10 @@ def test_the_text_is_asked_for_only_with_a_custom_config():
 
 
 @pytest.mark.parametrize("pools, kwargs, field", [
-    ([dict(TS, replicas=1)], {}, "gpu_sharing_pools[0].replicas"),
-    ([TS], {"name": "Bad_Name"}, "gpu_sharing_config_map_name"),
+    ([dict(TS, replicas=1)], {}, "gpu_platform_node_pools[0].replicas"),
+    ([TS], {"name": "Bad_Name"}, "gpu_platform_time_slicing_config_map"),
     ([TS], {"namespace": "Bad"}, "gpu_sharing_namespace"),
-    ([], {"mig_config": {"version": "v2", "mig-configs": {}}}, "gpu_sharing_mig_config.version"),
+    ([], {"mig_config": {"version": "v2", "mig-configs": {}}}, "gpu_platform_mig_config.version"),
 ])
 def test_bad_inputs_name_the_role_variable(pools, kwargs, field):
     with pytest.raises(ParamError) as err:
@@ -87,5 +87,5 @@ def test_pool_dicts_are_the_validated_pools_with_their_resource():
     assert sharing_plan.pool_dicts(None) == [] and sharing_plan.pool_dicts([]) == []
     with pytest.raises(ParamError) as err:
         sharing_plan.pool_dicts([dict(MIG, mig_profile="mix")])
-    assert err.value.field == "gpu_sharing_pools[0].mig_profile"
+    assert err.value.field == "gpu_platform_node_pools[0].mig_profile"
     assert sharing_plan.pool_dicts([dict(MIG, mig_profile="mix")], CUSTOM)[0]["mig_profile"] == "mix"

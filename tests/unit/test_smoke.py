@@ -708,9 +708,9 @@ def test_plan_kai_uses_the_first_team_queue_and_sriov_its_resource():
 
 
 @pytest.mark.parametrize("over, layer, words", [
-    ({"dra_enabled": False}, "dra_driver", "dra_driver_enabled"),
-    ({"scheduler": "none"}, "scheduling", "scheduling_scheduler: none"),
-    ({"network_mode": "none"}, "network_operator", "RDMA is off (network_operator_mode is none)"),
+    ({"dra_enabled": False}, "dra_driver", "gpu_platform_dra_enabled"),
+    ({"scheduler": "none"}, "scheduling", "gpu_platform_scheduler: none"),
+    ({"network_mode": "none"}, "network_operator", "RDMA is off (gpu_platform_network_mode is none)"),
     ({"network_mode": None}, "network_operator", "RDMA is off"),
 ])
 def test_plan_says_why_a_test_cannot_run_here(over, layer, words):
@@ -739,8 +739,8 @@ def test_plan_says_why_a_test_cannot_run_here(over, layer, words):
     ({"nccl_image": "", "scheduler": "none"}, "smoke_tests_nccl_image"),
     ({"min_busbw": ""}, "smoke_tests_nccl_min_busbw_gbps"),
     ({"node_type": "nd-x-v9"}, "gpu_platform_rdma_node_type"),
-    ({"network_mode": "sriov"}, "network_operator_nics_per_pod"),
-    ({"nics_per_pod": "many"}, "network_operator_nics_per_pod"),
+    ({"network_mode": "sriov"}, "gpu_platform_rdma_nics_per_pod"),
+    ({"nics_per_pod": "many"}, "gpu_platform_rdma_nics_per_pod"),
     ({"gpus_per_node": "eight"}, "smoke_tests_nccl_gpus_per_node"),
 ])
 def test_plan_refuses_bad_settings_naming_the_variable(over, field):

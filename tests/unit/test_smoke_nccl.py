@@ -35,14 +35,14 @@ def test_rdma_on_always_runs_the_nccl_test(mode, scheduler):
 
 def test_skip_is_only_for_rdma_off_and_says_so():
     item = nccl_item(network_mode="none", nccl_image="")
-    assert item["skipped_reason"].startswith("RDMA is off (network_operator_mode is none)")
+    assert item["skipped_reason"].startswith("RDMA is off (gpu_platform_network_mode is none)")
 
 
 def test_a_missing_image_with_rdma_on_is_an_error_naming_the_variable():
     with pytest.raises(ParamError) as caught:
         nccl_item(nccl_image="", network_mode="ipoib")
     assert caught.value.field == "smoke_tests_nccl_image"
-    assert "RDMA is on (network_operator_mode: ipoib)" in caught.value.msg and "Fix: " in caught.value.msg
+    assert "RDMA is on (gpu_platform_network_mode: ipoib)" in caught.value.msg and "Fix: " in caught.value.msg
 
 
 def test_no_threshold_and_no_node_type_names_both_variables():

@@ -8,7 +8,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import
 
 SETTINGS = {
     "gpu_platform_uninstall_confirm": True, "gpu_platform_uninstall_accept_runtime_loss": False,
-    "gpu_platform_uninstall_crds": False, "gpu_platform_render_to": "", "gpu_operator_cloud_driver": "unknown",
+    "gpu_platform_uninstall_crds": False, "gpu_platform_render_to": "", "gpu_platform_cloud_driver": "unknown",
     "smoke_tests_namespace": "gpu-platform-smoke", "monitoring_namespace": "gpu-operator",
     "monitoring_dashboard_namespace": "gpu-operator",
     "scheduling_objects": [
@@ -19,11 +19,11 @@ SETTINGS = {
     "scheduling_team_namespaces": ["vision"],
     "scheduling_volcano_namespace": "volcano-system", "scheduling_kai_namespace": "kai-scheduler",
     "scheduling_kueue_namespace": "kueue-system", "dra_driver_namespace": "nvidia-dra-driver-gpu",
-    "gpu_sharing_config_map_name": "time-slicing-config", "gpu_sharing_namespace": "gpu-operator",
-    "gpu_operator_release_name": "gpu-operator", "gpu_operator_namespace": "gpu-operator",
-    "gpu_operator_nfd_enabled": True, "network_operator_release_name": "network-operator",
-    "network_operator_namespace": "nvidia-network-operator", "network_operator_nfd_enabled": False,
-    "network_operator_mode": "rdma_shared", "peermem_namespace": "nvidia-peermem",
+    "gpu_platform_time_slicing_config_map": "time-slicing-config", "gpu_sharing_namespace": "gpu-operator",
+    "gpu_operator_release_name": "gpu-operator", "gpu_platform_gpu_operator_namespace": "gpu-operator",
+    "gpu_platform_nfd_in_gpu_operator": True, "gpu_platform_network_operator_release_name": "network-operator",
+    "gpu_platform_network_operator_namespace": "nvidia-network-operator", "network_operator_nfd_enabled": False,
+    "gpu_platform_network_mode": "rdma_shared", "peermem_namespace": "nvidia-peermem",
 }
 
 
@@ -130,7 +130,7 @@ def test_crds_when_asked_custom_resources_first_and_only_what_the_cluster_serves
 def test_nfd_crds_follow_the_operator_that_runs_nfd():
     gpu = uninstall.plan(settings(gpu_platform_uninstall_crds=True))
     assert "nodefeatures.nfd.k8s-sigs.io" in [c["metadata"]["name"] for c in layer(gpu, "gpu_operator")["crds"]]
-    net = uninstall.plan(settings(gpu_platform_uninstall_crds=True, gpu_operator_nfd_enabled=False,
+    net = uninstall.plan(settings(gpu_platform_uninstall_crds=True, gpu_platform_nfd_in_gpu_operator=False,
                                   network_operator_nfd_enabled=True))
     assert "nodefeatures.nfd.k8s-sigs.io" not in [c["metadata"]["name"] for c in layer(net, "gpu_operator")["crds"]]
     assert "nodefeatures.nfd.k8s-sigs.io" in [c["metadata"]["name"] for c in layer(net, "network_operator")["crds"]]
@@ -139,7 +139,7 @@ def test_nfd_crds_follow_the_operator_that_runs_nfd():
 @pytest.mark.parametrize("over, field", [
     ({"gpu_platform_uninstall_confirm": "yes"}, "gpu_platform_uninstall_confirm"),
     ({"gpu_platform_uninstall_crds": 1}, "gpu_platform_uninstall_crds"),
-    ({"gpu_operator_namespace": "GPU_Operator"}, "gpu_operator_namespace"),
+    ({"gpu_platform_gpu_operator_namespace": "GPU_Operator"}, "gpu_platform_gpu_operator_namespace"),
     ({"gpu_operator_release_name": "Bad_Name"}, "gpu_operator_release_name"),
     ({"smoke_tests_namespace": ""}, "smoke_tests_namespace"),
     ({"scheduling_objects": [{"kind": "ClusterQueue"}]}, "scheduling_objects[0]"),
@@ -172,18 +172,18 @@ def test_no_confirmation_lists_what_would_be_removed():
     ([node("aks-gpu-1", {"kubernetes.azure.com/agentpool": "gpu"})], "unknown",
      "aks-gpu-1 (AKS node (label kubernetes.azure.com/agentpool))"),
     ([node("aks-gpu-1", provider="azure:///subscriptions/x/vm/0")], "unknown", "aks-gpu-1 (AKS node (providerID azure://))"),
-    ([node("gpu-1")], "present", "gpu-1 (gpu_operator_cloud_driver is present"),
+    ([node("gpu-1")], "present", "gpu-1 (gpu_platform_cloud_driver is present"),
 ])
 def test_the_toolkit_on_cloud_managed_nodes_is_refused_naming_nodes_and_variable(nodes, cloud_driver, reason):
     plan = uninstall.plan(SETTINGS)
-    result = uninstall.check(plan, settings(gpu_operator_cloud_driver=cloud_driver),
+    result = uninstall.check(plan, settings(gpu_platform_cloud_driver=cloud_driver),
                              {"cluster_policy": POLICY, "nodes": nodes + [{"metadata": {"name": "cpu-1"}}]})
     assert len(result["refusals"]) == 1
     refusal = result["refusals"][0]
     assert reason in refusal and "cpu-1" not in refusal
     assert "gpu-operator#188, container-toolkit#1328" in refusal
     assert "set gpu_platform_uninstall_accept_runtime_loss: true and recreate or reimage" in refusal
-    accepted = uninstall.check(plan, settings(gpu_operator_cloud_driver=cloud_driver,
+    accepted = uninstall.check(plan, settings(gpu_platform_cloud_driver=cloud_driver,
                                               gpu_platform_uninstall_accept_runtime_loss=True),
                                {"cluster_policy": POLICY, "nodes": nodes})
     assert accepted["refusals"] == []

@@ -105,7 +105,7 @@ def test_the_driver_version_in_an_image_tag(image, version):
 
 @pytest.mark.parametrize("text", ["580", "R580.95", "580.95.05 ", "latest"])
 def test_the_gpu_operator_driver_version_is_a_full_version(text):
-    with pytest.raises(ParamError, match="gpu_operator_driver_version: .* is not a driver version"):
+    with pytest.raises(ParamError, match="gpu_platform_driver_version: .* is not a driver version"):
         gpu_operator.build_values(dict(GPU_OPERATOR, driver_version=text))
     assert gpu_operator.build_values(dict(GPU_OPERATOR, driver_version="580.95.05"))["driver"]["version"] == "580.95.05"
 

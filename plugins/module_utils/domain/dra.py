@@ -104,7 +104,7 @@ DRIVER_SOURCE = ("https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/l
 
 CHART = "nvidia-dra-driver-gpu"
 FIELDS = {
-    "enabled": "dra_driver_enabled",
+    "enabled": "gpu_platform_dra_enabled",
     "driver_root": "dra_driver_driver_root",
     "gpus_enabled": "dra_driver_gpus_enabled",
     "compute_domains_enabled": "dra_driver_compute_domains_enabled",
@@ -116,17 +116,17 @@ FIELDS = {
     "image": "dra_driver_smoke_image",
 }
 # Where the driver version comes from, per driver owner (gpu_driver_mode's "owner").
-DRIVER_FIELDS = {"operator": "gpu_operator_driver_version", "host": "host_driver_branch", "cloud": "dra_driver"}
+DRIVER_FIELDS = {"operator": "gpu_platform_driver_version", "host": "gpu_platform_driver_branch", "cloud": "dra_driver"}
 DRIVER_FIXES = {
-    "operator": "pin gpu_operator_driver_version to a 580 or newer driver (e.g. 580.95.05), or use the device "
-                "plugin (dra_driver_enabled: false)",
-    "host": "set host_driver_branch to 580 or newer, or use the device plugin (dra_driver_enabled: false)",
+    "operator": "pin gpu_platform_driver_version to a 580 or newer driver (e.g. 580.95.05), or use the device "
+                "plugin (gpu_platform_dra_enabled: false)",
+    "host": "set gpu_platform_driver_branch to 580 or newer, or use the device plugin (gpu_platform_dra_enabled: false)",
     "cloud": "use a node image whose NVIDIA driver is branch 580 or newer, or use the device plugin "
-             "(dra_driver_enabled: false)",
+             "(gpu_platform_dra_enabled: false)",
 }
 UNKNOWN_DRIVER = {"operator": "the GPU Operator chart's default driver", "host": "no branch given",
                   "cloud": "the node image's driver, version not known"}
-KUBERNETES_FIX = "upgrade the cluster or use the device plugin (dra_driver_enabled: false)"
+KUBERNETES_FIX = "upgrade the cluster or use the device plugin (gpu_platform_dra_enabled: false)"
 PARSE_WORDS = {
     "kubernetes": ("a Kubernetes version", "the cluster's version, such as v1.34.2 or 1.34"),
     "driver": ("an NVIDIA driver version or branch",
@@ -277,7 +277,7 @@ def values(settings):
         raise ParamError("dra_driver", "settings must be a dictionary", "pass the role's dra_driver_* variables")
     if not _bool(settings, "enabled", True):
         raise ParamError(FIELDS["enabled"], "is false, so the DRA driver is not installed and has no chart values",
-                         "set dra_driver_enabled: true, or skip the dra_driver layer")
+                         "set gpu_platform_dra_enabled: true, or skip the dra_driver layer")
     gpus = _bool(settings, "gpus_enabled")
     domains = _bool(settings, "compute_domains_enabled")
     if not gpus and not domains:
@@ -285,7 +285,7 @@ def values(settings):
                          "is true but dra_driver_gpus_enabled and dra_driver_compute_domains_enabled are both false, "
                          "so the chart would deploy no kubelet plugin",
                          "enable GPU allocation (dra_driver_gpus_enabled: true) or ComputeDomains, or set "
-                         "dra_driver_enabled: false")
+                         "gpu_platform_dra_enabled: false")
     out = {
         "nvidiaDriverRoot": driver_root(settings.get("driver_root"), settings.get("driver_owner")),
         "resourceApiVersion": RESOURCE_API,

@@ -69,19 +69,19 @@ def build_values(settings):
     host_mofed = _bool(settings, "rdma_use_host_mofed")
     strategy = settings.get("mig_strategy")
     if strategy not in MIG_STRATEGIES:
-        raise ParamError("gpu_operator_mig_strategy", "%r is not a MIG strategy" % (strategy,),
+        raise ParamError("gpu_platform_mig_strategy", "%r is not a MIG strategy" % (strategy,),
                          "use one of %s" % ", ".join(MIG_STRATEGIES))
     if host_mofed and not rdma:
-        raise ParamError("gpu_operator_rdma_use_host_mofed", "is true but gpu_operator_rdma_enabled is false",
-                         "enable RDMA (gpu_operator_rdma_enabled: true) or drop the host MOFED setting")
+        raise ParamError("gpu_platform_host_mofed", "is true but gpu_platform_gpudirect_rdma is false",
+                         "enable RDMA (gpu_platform_gpudirect_rdma: true) or drop the host MOFED setting")
     driver_version = settings.get("driver_version") or ""
     if driver_version and not version_parse.is_full_driver_version(str(driver_version)):
-        raise ParamError("gpu_operator_driver_version", "%r is not a driver version" % (driver_version,),
+        raise ParamError("gpu_platform_driver_version", "%r is not a driver version" % (driver_version,),
                          "give a full version such as 580.95.05, or leave it empty for the chart's default")
     if driver_version and not driver:
-        raise ParamError("gpu_operator_driver_version", "is %s but the hosts own the driver (gpu_driver_mode decided "
-                         "host)" % driver_version, "pin the hosts' branch with host_driver_branch and leave "
-                         "gpu_operator_driver_version empty")
+        raise ParamError("gpu_platform_driver_version", "is %s but the hosts own the driver (gpu_driver_mode decided "
+                         "host)" % driver_version, "pin the hosts' branch with gpu_platform_driver_branch and leave "
+                         "gpu_platform_driver_version empty")
     values = {
         "driver": driver_values,
         "toolkit": toolkit_values,

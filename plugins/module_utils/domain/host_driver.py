@@ -34,8 +34,12 @@ KEYRING = "cuda-keyring_1.1-1_all.deb"
 OWNER = "gpu_platform.cluster.host_driver"
 
 
+# The settings' variables: the branch is the platform contract's (the DRA driver reads it too), the rest the role's.
+CONTRACT_FIELDS = {"branch": "gpu_platform_driver_branch"}
+
+
 def _field(name):
-    return "host_driver_" + name
+    return CONTRACT_FIELDS.get(name, "host_driver_" + name)
 
 
 def check_settings(settings):
@@ -74,7 +78,7 @@ def _debian(os_info, branch, source, flavour, settings):
         shipped = DEBIAN_BRANCH[major]
         if branch != shipped:
             raise ParamError(_field("branch"), "Debian %s ships driver branch %s in non-free, not %s" % (
-                major, shipped, branch), "set host_driver_branch: %s, or host_driver_source: vendor for NVIDIA's "
+                major, shipped, branch), "set gpu_platform_driver_branch: %s, or host_driver_source: vendor for NVIDIA's "
                 "repository" % shipped)
         codename = DEBIAN_CODENAME[major]
         kernel = "nvidia-open-kernel-dkms" if flavour == "open" else "nvidia-kernel-dkms"

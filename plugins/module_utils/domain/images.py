@@ -113,7 +113,7 @@ def check_pins(named, allow=False):
     if paths:
         raise ParamError(", ".join(paths), "would change a pinned image (its repository, tag, digest or version), "
                          "which the platform's version matrix and upgrade order were not checked with",
-                         "drop it: set a driver version with gpu_operator_driver_version, a registry with "
+                         "drop it: set a driver version with gpu_platform_driver_version, a registry with "
                          "gpu_platform_image_mirrors; or, knowingly, set %s: true" % ALLOW_FIELD)
     return paths
 

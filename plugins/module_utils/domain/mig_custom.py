@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_platform.cluster contributors
 # Apache License 2.0 (see LICENSE)
-"""A custom mig-parted config for the GPU Operator's MIG manager (the gpu_sharing role's gpu_sharing_mig_config).
+"""A custom mig-parted config for the GPU Operator's MIG manager (the gpu_sharing role's gpu_platform_mig_config).
 
 Private to the collection: not a public API. Pure: standard library only.
 
@@ -19,7 +19,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.names import MANAGED_BY
 
-FIELD = "gpu_sharing_mig_config"
+FIELD = "gpu_platform_mig_config"
 CONFIG_MAP = "custom-mig-parted-config"
 CONFIG_KEY = "config.yaml"
 DISABLED = "all-disabled"
@@ -28,14 +28,14 @@ DEFAULT_NAMESPACE = "gpu-operator"
 
 def _object_name(value):
     if not isinstance(value, str) or not value or len(value) > 253 or not validate.DNS1123_SUBDOMAIN.match(value):
-        raise ParamError("gpu_sharing_mig_config_map_name", "%r is not a valid ConfigMap name" % (value,),
+        raise ParamError("gpu_platform_mig_config_map", "%r is not a valid ConfigMap name" % (value,),
                          "use lower-case letters, digits, '-' and '.', e.g. %s" % CONFIG_MAP)
     return value
 
 
 def config_error(exc):
     """The validator's ParamError (field mig_config, message starting with the path) as one naming
-    ``gpu_sharing_mig_config.<path>``, e.g. ``gpu_sharing_mig_config.mig-configs.custom-1[0].mig-devices``."""
+    ``gpu_platform_mig_config.<path>``, e.g. ``gpu_platform_mig_config.mig-configs.custom-1[0].mig-devices``."""
     problem, fix = exc.msg[len(exc.field) + 2:].split(". Fix: ", 1)
     token = problem.split(" ", 1)[0].rstrip(":")
     field = FIELD
@@ -45,9 +45,9 @@ def config_error(exc):
 
 
 def check_config(config):
-    """The role's ``gpu_sharing_mig_config``: None when unset ({} or None), else the config after mig-parted's
+    """The role's ``gpu_platform_mig_config``: None when unset ({} or None), else the config after mig-parted's
     checks (mig.validate_mig_parted_config) plus ``all-disabled``, which the GPU Operator's MIG manager applies
-    to unlabelled nodes (ClusterPolicy migManager.config.default). Errors name ``gpu_sharing_mig_config.<path>``."""
+    to unlabelled nodes (ClusterPolicy migManager.config.default). Errors name ``gpu_platform_mig_config.<path>``."""
     if config is None or config == {}:
         return None
     try:

@@ -10,13 +10,14 @@ Every check runs; one ParamError names every wrong setting (validate.every), so 
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    bundle, driver_upgrade, helm_release, images, validate)
+    bundle, contract, driver_upgrade, helm_release, images, validate)
 
 
 def check(settings):
     """What each check returned, by name, for ``settings``: ``gitops`` ({format, path, source} or None),
-    ``mirrors``, ``charts``, ``pins`` with ``allow_image_overrides``, and ``driver_upgrade_policy`` (None when
-    unset); each may be left out."""
+    ``mirrors``, ``charts``, ``pins`` with ``allow_image_overrides``, ``driver_upgrade_policy`` (None when
+    unset) and ``defined`` (the variable names the inventory defines: a name renamed into the platform contract is
+    refused, see contract.py); each may be left out."""
     checks = {
         "mirrors": lambda: images.check_all(settings.get("mirrors") or {}),
         "charts": lambda: helm_release.check_chart_settings(settings.get("charts") or {}),
@@ -29,5 +30,7 @@ def check(settings):
                                                  gitops.get("source") or None)
     if settings.get("driver_upgrade_policy") is not None:
         checks["driver_upgrade_policy"] = lambda: driver_upgrade.check_policy(settings["driver_upgrade_policy"])
+    if settings.get("defined") is not None:
+        checks["defined"] = lambda: contract.check_renamed(settings["defined"])
     names = sorted(checks)
     return dict(zip(names, validate.every([checks[n] for n in names], "platform settings")))

@@ -5,9 +5,9 @@
 
 Private to the collection: not a public API. Pure: standard library only.
 Validates the scheduling role's small inventory spec (``scheduling_flavors``,
-``scheduling_teams``, ``scheduling_cohort``, ``scheduling_local_queue_name``) and renders the
+``gpu_platform_teams``, ``scheduling_cohort``, ``scheduling_local_queue_name``) and renders the
 objects that put it on a cluster, in apply order. Every bad input is a ParamError naming the
-role variable (``scheduling_teams[1].quota.h100``), what is wrong, and the fix. The flavors are validated in
+role variable (``gpu_platform_teams[1].quota.h100``), what is wrong, and the fix. The flavors are validated in
 ``domain.scheduling_flavors``, the teams in ``domain.scheduling_teams``.
 
 Facts this follows (sources in brackets; nothing copied):
@@ -47,7 +47,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.names import MANAGED_BY
 
 LOCAL_QUEUE_FIELD = "scheduling_local_queue_name"
-SCHEDULER_FIELD = "scheduling_scheduler"
+SCHEDULER_FIELD = "gpu_platform_scheduler"
 
 VOLCANO = "volcano"
 KAI = "kai"

@@ -1,11 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_platform.cluster contributors
 # Apache License 2.0 (see LICENSE)
-"""The scheduling role's teams (``scheduling_teams``, ``scheduling_cohort``) validated into Team objects, and
+"""The scheduling role's teams (``gpu_platform_teams``, ``scheduling_cohort``) validated into Team objects, and
 the most GPUs each team can hold with borrowing (``gpu_ceilings``).
 
 Private to the collection: not a public API. Pure: standard library only.
-Every bad input is a ParamError naming the role variable (``scheduling_teams[1].quota.h100``), what is wrong,
+Every bad input is a ParamError naming the role variable (``gpu_platform_teams[1].quota.h100``), what is wrong,
 and the fix. A team's quota names flavors of ``domain.scheduling_flavors``.
 
 Facts this follows (sources in brackets; nothing copied):
@@ -25,7 +25,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.schedu
     FLAVORS_FIELD, GPU_RESOURCE, _name, _unknown_keys)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
-TEAMS_FIELD = "scheduling_teams"
+TEAMS_FIELD = "gpu_platform_teams"
 COHORT_FIELD = "scheduling_cohort"
 TEAM_KEYS = ("name", "namespaces", "quota", "borrowing_limit", "lending_limit", "cohort")
 MAX_FLAVORS_PER_QUEUE = 64  # ClusterQueue resourceGroups[].flavors maxItems
@@ -154,7 +154,7 @@ def _team(raw, index, flavor_names, global_cohort):
 
 
 def validate_teams(teams, flavors, cohort=None):
-    """``scheduling_teams`` as a list of Team (``flavors``: validated Flavor list; ``cohort``: the global one)."""
+    """``gpu_platform_teams`` as a list of Team (``flavors``: validated Flavor list; ``cohort``: the global one)."""
     if teams is None:
         return []
     if not isinstance(teams, list):

@@ -78,10 +78,10 @@ PROPORTION_WARNING = ("gpu_sharing pool %r: fail_requests_greater_than_one is fa
 
 
 def validate_pools(pools, mig_config=None):
-    """The role's ``gpu_sharing_pools`` as a list of Pool, or ParamError naming the first bad field.
+    """The role's ``gpu_platform_node_pools`` as a list of Pool, or ParamError naming the first bad field.
 
-    Field names index the list from 0: ``gpu_sharing_pools[1].replicas`` is the second pool. ``mig_config``:
-    the role's ``gpu_sharing_mig_config`` (checked first); MIG pools then name configs of it.
+    Field names index the list from 0: ``gpu_platform_node_pools[1].replicas`` is the second pool. ``mig_config``:
+    the role's ``gpu_platform_mig_config`` (checked first); MIG pools then name configs of it.
     """
     mig_config = mig_custom.check_config(mig_config)
     if pools is None:
@@ -109,12 +109,12 @@ def validate_pools(pools, mig_config=None):
         raise ParamError(FIELD, "MIG pools ask for different mig_strategy values: %s. The GPU Operator sets one "
                          "MIG_STRATEGY for the whole device plugin DaemonSet from ClusterPolicy mig.strategy, and it "
                          "overrides per-node config files" % names,
-                         "give every MIG pool the same mig_strategy, matching gpu_operator_mig_strategy")
+                         "give every MIG pool the same mig_strategy, matching gpu_platform_mig_strategy")
     return out
 
 
 def cluster_mig_strategy(pools):
-    """The one MIG strategy the MIG pools need (compare with gpu_operator_mig_strategy), or None without MIG."""
+    """The one MIG strategy the MIG pools need (compare with gpu_platform_mig_strategy), or None without MIG."""
     strategies = sorted({p.mig_strategy for p in pools if p.sharing == MIG})
     return strategies[0] if strategies else None
 
@@ -157,7 +157,7 @@ def config_map(pools, name=DEFAULT_CONFIG_MAP, namespace=DEFAULT_NAMESPACE):
 
     Data: one key per time-slicing pool (the pool name) plus ``default`` (no sharing).
     """
-    _object_name("gpu_sharing_config_map_name", name)
+    _object_name("gpu_platform_time_slicing_config_map", name)
     validate.dns_label("gpu_sharing_namespace", namespace)
     sliced = [p for p in pools if p.time_slicing]
     if not sliced:
@@ -194,7 +194,7 @@ def device_plugin_values(pools, name=DEFAULT_CONFIG_MAP):
 
     ``create`` stays false: the role applies the ConfigMap itself (so the chart does not own it).
     """
-    _object_name("gpu_sharing_config_map_name", name)
+    _object_name("gpu_platform_time_slicing_config_map", name)
     if not any(p.time_slicing for p in pools):
         return {}
     return {"devicePlugin": {"config": {"name": name, "default": DEFAULT_CONFIG}}}

@@ -25,7 +25,7 @@ def plan(pools, name=sharing.DEFAULT_CONFIG_MAP, namespace=sharing.DEFAULT_NAMES
 
     ``config_text`` turns the checked mig-parted config into the text of its ConfigMap (the caller's YAML writer,
     so that the role's ConfigMap and the mig_profile module's are the same bytes). Raises ParamError naming the
-    bad field (``gpu_sharing_pools[1].replicas``, ``gpu_sharing_mig_config.mig-configs.x[0].mig-devices``).
+    bad field (``gpu_platform_node_pools[1].replicas``, ``gpu_platform_mig_config.mig-configs.x[0].mig-devices``).
     """
     checked = sharing.validate_pools(pools, mig_config)
     custom = mig_custom.check_config(mig_config)

@@ -5,7 +5,7 @@
 
 Private to the collection: not a public API. Pure: standard library only.
 A pool is whole GPUs (``none``), time-slicing or MIG on the nodes its ``node_selector`` picks. ``_pool`` checks
-one entry of ``gpu_sharing_pools``; ``domain.sharing.validate_pools`` checks the list (names, selectors and MIG
+one entry of ``gpu_platform_node_pools``; ``domain.sharing.validate_pools`` checks the list (names, selectors and MIG
 strategies that must not clash) and renders what the GPU Operator needs (the facts are in its docstring).
 """
 
@@ -16,7 +16,7 @@ import dataclasses
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig, mig_custom, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
-FIELD = "gpu_sharing_pools"
+FIELD = "gpu_platform_node_pools"
 NONE = "none"
 TIME_SLICING = "time-slicing"
 MIG = "mig"
@@ -46,7 +46,7 @@ MIG_ONLY = {"mig_profile": None, "mig_strategy": "single", "gpu_product": None}
 
 @dataclasses.dataclass(frozen=True)
 class Pool:
-    """One validated node pool. ``field`` (e.g. ``gpu_sharing_pools[2]``) names it in errors."""
+    """One validated node pool. ``field`` (e.g. ``gpu_platform_node_pools[2]``) names it in errors."""
 
     name: str
     node_selector: dict
@@ -193,7 +193,7 @@ def _product_key(prefix, product):
 def _mig_layout(prefix, layout, product, mig_config=None):
     """The pool's MIG layout checked against the MIG catalog, also where no cluster is read (GitOps rendering):
     on ``gpu_product`` when the pool names it, else on every GPU the catalog knows. With a custom mig-parted
-    config (``gpu_sharing_mig_config``) the layout must be one of its configs: the MIG manager then reads only
+    config (``gpu_platform_mig_config``) the layout must be one of its configs: the MIG manager then reads only
     that file. Returns the product's key."""
     if mig_config:
         configs = mig_config["mig-configs"]

@@ -112,7 +112,7 @@ def plan(settings):
             dra_claim_pod(namespace, image, device_class)
             items.append(_item("dra_driver", DRA, dict(common, image=image, device_class=device_class)))
         else:
-            items.append(_item("dra_driver", DRA, skipped_reason="the DRA driver is not enabled (dra_driver_enabled)"))
+            items.append(_item("dra_driver", DRA, skipped_reason="the DRA driver is not enabled (gpu_platform_dra_enabled)"))
     if "scheduling" in layers:
         items.append(_gang_item(settings, common, image))
     if "network_operator" in layers:
@@ -123,11 +123,11 @@ def plan(settings):
 def _gang_item(settings, common, image):
     scheduler = settings.get("scheduler") or "none"
     if scheduler == "none":
-        return _item("scheduling", GANG, skipped_reason="no gang scheduler is installed (scheduling_scheduler: none)")
+        return _item("scheduling", GANG, skipped_reason="no gang scheduler is installed (gpu_platform_scheduler: none)")
     queue = settings.get("queue") or (VOLCANO_DEFAULT_QUEUE if scheduler == VOLCANO else settings.get("kai_queue"))
     if not queue:
         raise ParamError(FIELDS["queue"], "is empty and there is no team queue to use under KAI Scheduler",
-                         "name a KAI leaf queue (one with a parent), or give scheduling_teams")
+                         "name a KAI leaf queue (one with a parent), or give gpu_platform_teams")
     replicas = settings.get("replicas")
     positive_number(FIELDS["window"], settings.get("window"), example="30")
     gang_job(scheduler, common["namespace"], image, replicas, queue)

@@ -54,7 +54,7 @@ DEFAULT_GPUS_PER_NODE = 8
 # RDMA shared device plugin, as rdma_shared).
 RDMA_MODES = {mode: "rdma/" + name for mode, name in nic_policy.DEFAULT_RESOURCE_NAMES.items()}
 TYPE_FIELD = "gpu_platform_rdma_node_type"
-NICS_FIELD = "network_operator_nics_per_pod"
+NICS_FIELD = "gpu_platform_rdma_nics_per_pod"
 PLAN_TIMEOUT_FIELD = "smoke_tests_nccl_timeout"
 
 NETWORK_ELEMENT = re.compile(r"^(?:(?P<ns>[a-z0-9]([-a-z0-9]*[a-z0-9])?)/)?(?P<name>[a-z0-9]([-a-z0-9.]*[a-z0-9])?)"
@@ -317,11 +317,11 @@ def nccl_item(settings, common, item):
     off; with RDMA on every missing or bad setting is a ParamError naming the variable."""
     mode = settings.get("network_mode") or "none"
     if mode not in RDMA_MODES:
-        return item("network_operator", NCCL, skipped_reason="RDMA is off (network_operator_mode is %s): no RDMA "
+        return item("network_operator", NCCL, skipped_reason="RDMA is off (gpu_platform_network_mode is %s): no RDMA "
                     "device in pods, so there is no GPUDirect RDMA to prove" % mode)
     image = settings.get("nccl_image")
     if not image:
-        raise ParamError(FIELDS["nccl_image"], "is empty, but RDMA is on (network_operator_mode: %s) and the nccl-tests "
+        raise ParamError(FIELDS["nccl_image"], "is empty, but RDMA is on (gpu_platform_network_mode: %s) and the nccl-tests "
                          "run is what proves GPUDirect RDMA" % mode,
                          "set it to a pinned image with nccl-tests (all_reduce_perf), Open MPI mpirun and the OpenSSH "
                          "server and client, such as registry.example.com/hpc/nccl-tests:2.17.1-cuda12.9")
@@ -333,7 +333,7 @@ def nccl_item(settings, common, item):
         queue = settings.get("queue") or settings.get("kai_queue")
         if not queue:
             raise ParamError(FIELDS["queue"], "is empty and there is no team queue to use under KAI Scheduler",
-                             "name a KAI leaf queue (one with a parent), or give scheduling_teams")
+                             "name a KAI leaf queue (one with a parent), or give gpu_platform_teams")
     node_type = settings.get("node_type")
     dummy, facts = node_types.lookup(TYPE_FIELD, node_type)
     gpus = _count(settings.get("gpus_per_node"),

@@ -140,12 +140,12 @@ def plan(settings, served_crds=None):
     def objects(name):
         return [o for o in _objects(settings, name) if _served(o, served)]
 
-    gpu_nfd = _bool(settings, "gpu_operator_nfd_enabled", True)
+    gpu_nfd = _bool(settings, "gpu_platform_nfd_in_gpu_operator", True)
     net_nfd = _bool(settings, "network_operator_nfd_enabled", False)
-    network_mode = settings.get("network_operator_mode") or "none"
+    network_mode = settings.get("gpu_platform_network_mode") or "none"
     sharing_ns = _namespace(settings, "gpu_sharing_namespace")
-    sharing_cm = settings.get("gpu_sharing_config_map_name")
-    validate.dns_label("gpu_sharing_config_map_name", sharing_cm, max_len=253)
+    sharing_cm = settings.get("gpu_platform_time_slicing_config_map")
+    validate.dns_label("gpu_platform_time_slicing_config_map", sharing_cm, max_len=253)
     scheduling = objects("scheduling_objects")
     kept = ["the NVIDIA host driver and its packages, pin, nouveau blacklist and persistence unit (host_driver); "
             "remove them with the package manager if wanted",
@@ -176,11 +176,11 @@ def plan(settings, served_crds=None):
         _layer("gpu_sharing", objects_before=[{"apiVersion": "v1", "kind": "ConfigMap",
                                                "metadata": {"name": sharing_cm, "namespace": sharing_ns}}],
                node_labels=[{"key": k, "value": v} for k, v in SHARING_LABELS]),
-        _layer("gpu_operator", releases=[_release(settings, "gpu_operator_release_name", "gpu_operator_namespace")]),
+        _layer("gpu_operator", releases=[_release(settings, "gpu_operator_release_name", "gpu_platform_gpu_operator_namespace")]),
         # The NicClusterPolicy and its network: only while their CRDs are served (a second run after the CRDs went).
         _layer("network_operator",
                nic_cluster_policy=network_mode != "none" and (served is None or "nicclusterpolicies.mellanox.com" in served),
-               releases=[_release(settings, "network_operator_release_name", "network_operator_namespace")]),
+               releases=[_release(settings, "gpu_platform_network_operator_release_name", "gpu_platform_network_operator_namespace")]),
         _layer("peermem", namespaces=[_namespace(settings, "peermem_namespace")], host_files=list(PEERMEM_HOST_FILES)),
         _layer("host_runtime", host_runtime=True),
     ]

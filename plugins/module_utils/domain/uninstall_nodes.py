@@ -36,7 +36,7 @@ def cloud_managed(node, cloud_driver="unknown"):
     """Why a node is cloud-managed (AKS), or '' when nothing says so."""
     labels = _labels(node)
     if cloud_driver == "present":
-        return "gpu_operator_cloud_driver is present (the cloud's node image ships driver and runtime config)"
+        return "gpu_platform_cloud_driver is present (the cloud's node image ships driver and runtime config)"
     azure = sorted(k for k in labels if k.startswith(CLOUD_LABEL_PREFIX))
     if azure:
         return "AKS node (label %s)" % azure[0]
@@ -51,6 +51,6 @@ def runtime_at_risk(settings, cluster):
     cluster = cluster or {}
     if not toolkit_enabled(cluster.get("cluster_policy")):
         return []
-    cloud_driver = settings.get("gpu_operator_cloud_driver") or "unknown"
+    cloud_driver = settings.get("gpu_platform_cloud_driver") or "unknown"
     return [{"name": n["metadata"]["name"], "cloud": cloud_managed(n, cloud_driver)}
             for n in sorted(gpu_nodes(cluster.get("nodes")), key=lambda n: n["metadata"]["name"])]

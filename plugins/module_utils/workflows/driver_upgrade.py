@@ -140,7 +140,7 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=None):
         if opts["expected_version"] and templates and opts["expected_version"] not in templates:
             raise GpuPlatformError(
                 "expected_driver_version is %s but the driver DaemonSet's template runs %s: the ClusterPolicy was not "
-                "changed to that version. Fix: set gpu_operator_driver_version to %s (and re-run the GPU Operator "
+                "changed to that version. Fix: set gpu_platform_driver_version to %s (and re-run the GPU Operator "
                 "layer), or expect %s" % (opts["expected_version"], ", ".join(templates), opts["expected_version"],
                                           ", ".join(templates)), **result)
         if not auto and verdict["outdated"] + [d["name"] for d in verdict["daemonsets"] if not d["current"]]:

@@ -196,8 +196,8 @@ def _missing_api(kube, objects):
 
 FIX_API = {smoke_objects.DRA: "enable the dra_driver layer (Kubernetes 1.34 or later serves resource.k8s.io/v1)",
            smoke_objects.GANG: "install the gang scheduler first (the scheduling layer)",
-           smoke_objects.NCCL: "the nccl-tests job is a Volcano Job: install Volcano (scheduling_scheduler: volcano)"}
-FIX_KAI = "the nccl-tests pods join a KAI PodGroup: install the KAI Scheduler first (scheduling_scheduler: kai)"
+           smoke_objects.NCCL: "the nccl-tests job is a Volcano Job: install Volcano (gpu_platform_scheduler: volcano)"}
+FIX_KAI = "the nccl-tests pods join a KAI PodGroup: install the KAI Scheduler first (gpu_platform_scheduler: kai)"
 
 
 def _on_cluster(kube, params, objects, check_mode, clock, interval):
