@@ -91,8 +91,8 @@ sanity-prep: venv
 # do, in a session of their own, so the control plane runs only while they do (tests/conftest.py).
 PYTEST_WORKERS ?= 2
 pytest: setup system-deps
-	pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not local_control_plane" $(PYTEST_ARGS)
-	pytest -m local_control_plane $(PYTEST_ARGS)
+	pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not local_control_plane" --durations=25 $(PYTEST_ARGS)
+	pytest -m local_control_plane --durations=15 $(PYTEST_ARGS)
 
 # Debian packages the tests need, as command:package. podman, runc and debootstrap run molecule/hosts
 # (host roles in Debian bookworm containers, systemd as PID 1, an image built here from deb.debian.org by

@@ -70,6 +70,19 @@ def kubectl(cluster, *args, stdin=None, check=True):
     return proc
 
 
+def wait_established(run, targets, timeout=60, tries=10):
+    """``kubectl wait --for=condition=Established`` on CRDs (``targets``: ``-f=<file>`` or ``crd/<name>``) through
+    ``run(*args)``, a kubectl runner returning a CompletedProcess. kubectl fails at once (".status.conditions
+    accessor error: <nil>") when it reads a CRD the API server has not given its first conditions yet, instead of
+    waiting; that window is short, so a few tries cover it. Returns the last CompletedProcess."""
+    for attempt in range(tries):
+        proc = run("wait", "--for=condition=Established", "--timeout=%ds" % timeout, *targets)
+        if proc.returncode == 0 or "accessor error" not in proc.stderr:
+            break
+    assert proc.returncode == 0, "%s (after %d tries)" % (proc.stderr, attempt + 1)
+    return proc
+
+
 def cluster_command(*args, env=None, timeout=1800):
     """Run ``python -m scripts.local_cluster ARGS``; returns the CompletedProcess (text)."""
     return subprocess.run([sys.executable, "-m", "scripts.local_cluster", *args], cwd=str(ROOT), env=env,

@@ -30,7 +30,6 @@ import importlib
 import os
 import pkgutil
 import shutil
-import subprocess
 import tempfile
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -38,7 +37,7 @@ from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import kube
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import helm, kube
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.ansible_run import outcome
 from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.data import plain
 
@@ -73,9 +72,7 @@ class ControllerRuntime:
         return self._tmpdir
 
     def run_command(self, argv, env=None):
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
-                              env=dict(self._environment, **(env or {})))
-        return proc.returncode, proc.stdout, proc.stderr
+        return helm.subprocess_run(argv, dict(self._environment, **(env or {})))
 
     def cleanup(self):
         if self._tmpdir is not None:

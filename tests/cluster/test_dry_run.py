@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.conftest import SHARED
-from tests.local_cluster import ROOT
+from tests.local_cluster import ROOT, wait_established
 
 KUBECTL = ROOT / "tools" / "bin" / "kubectl"
 FIXTURE_CRDS = ROOT / "tests" / "fixtures" / "crds"
@@ -76,9 +76,8 @@ def crd_cluster(local_cluster, tmp_path_factory):
     proc = kubectl(local_cluster.kubeconfig, home, *args)
     assert proc.returncode == 0, proc.stderr
     added = sorted({line.split()[0].split("/", 1)[1] for line in proc.stdout.splitlines() if line.strip()} - before)
-    proc = kubectl(local_cluster.kubeconfig, home, "wait", "--for=condition=Established", "--timeout=60s",
-                   *["crd/" + name for name in added]) if added else None
-    assert proc is None or proc.returncode == 0, proc.stderr
+    if added:
+        wait_established(lambda *a: kubectl(local_cluster.kubeconfig, home, *a), ["crd/" + name for name in added])
     yield local_cluster, home, served_kinds(files)
     if added:  # gone before the next test, whose charts install their own CRDs (helm skips CRDs that exist)
         proc = kubectl(local_cluster.kubeconfig, home, "delete", "crd", "--wait=true", "--timeout=120s", *added)

@@ -30,6 +30,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
 
+from tests.local_cluster import wait_established
+
 # Read once, at import: fake_api_factory later sets KUBECONFIG to the fake's kubeconfig for each test.
 REAL_KUBECONFIG = os.environ.get("KUBECONFIG", "")
 CLUSTER_SCOPED_ENV = "GPU_PLATFORM_IT_CLUSTER_SCOPED"
@@ -174,15 +176,12 @@ def install_crds(cluster, paths, timeout=60):
         args += ["-f", str(path)]
     proc = subprocess.run(args, env=env, capture_output=True, text=True, check=False, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    # kubectl wait fails at once (".status.conditions accessor error: <nil>") when it reads a CRD the API server has
-    # not given its first conditions yet, instead of waiting; that window is short, so a few tries cover it.
-    for attempt in range(10):
-        proc = subprocess.run([str(TOOLS_BIN / "kubectl"), "wait", "--for=condition=Established", "--timeout=%ds" % timeout,
-                               *["-f=%s" % p for p in paths]], env=env, capture_output=True, text=True, check=False,
-                              timeout=timeout + 30)
-        if proc.returncode == 0 or "accessor error" not in proc.stderr:
-            break
-    assert proc.returncode == 0, "%s (after %d tries)" % (proc.stderr, attempt + 1)
+
+    def run(*kubectl_args):
+        return subprocess.run([str(TOOLS_BIN / "kubectl"), *kubectl_args], env=env, capture_output=True, text=True,
+                              check=False, timeout=timeout + 30)
+
+    wait_established(run, ["-f=%s" % p for p in paths], timeout)
     cluster.dyn.resources.invalidate_cache()
 
 

@@ -22,7 +22,9 @@ SECRET_FLAGS = ("--kube-token", "--password")
 
 
 def subprocess_run(argv, env=None):
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    """(rc, stdout, stderr) of ``argv`` with ``env`` (None: this process's); stdin is closed, so a tool that would
+    prompt fails instead of waiting."""
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False, stdin=subprocess.DEVNULL)
     return proc.returncode, proc.stdout, proc.stderr
 
 
