@@ -48,14 +48,31 @@ def test_survey_strings_for_booleans_pass(render_site):
     assert result.failed == 0, result.failure_messages()
 
 
+CONTRACT = "gpu_platform.cluster.gpu_platform"
+
+
+def depends_on(role):
+    """The roles a collection role (FQCN) lists as its dependencies."""
+    meta = ROOT / "roles" / role.rsplit(".", 1)[-1] / "meta" / "main.yml"
+    return [d.get("role") for d in (yaml.safe_load(meta.read_text()) or {}).get("dependencies") or []] if meta.exists() else []
+
+
+def test_every_layer_role_depends_on_the_contract():
+    roles = sorted(d.name for d in (ROOT / "roles").iterdir() if d.is_dir() and d.name != "gpu_platform")
+    assert len(roles) == 9
+    for role in roles:
+        assert depends_on("gpu_platform.cluster." + role) == [CONTRACT], role
+
+
 def test_every_play_starts_with_the_check():
+    """Every play's first task loads the contract: the contract itself, or a layer role that depends on it."""
     for path in sorted((ROOT / "playbooks").glob("*.yml")):
         for play in yaml.safe_load(path.read_text()):
             if "ansible.builtin.import_playbook" in play:
                 continue
             first = (play.get("pre_tasks") or play.get("tasks"))[0]
-            role = (first.get("ansible.builtin.import_role") or {}).get("name")
-            assert role == "gpu_platform.cluster.gpu_platform", (path.name, play["name"])
+            role = (first.get("ansible.builtin.import_role") or {}).get("name", "")
+            assert role == "gpu_platform.cluster.gpu_platform" or CONTRACT in depends_on(role), (path.name, play["name"])
 
 
 def test_cluster_plays_run_once_whatever_the_size_of_k8s_api():
