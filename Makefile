@@ -136,7 +136,18 @@ molecule-kind: setup
 	@kind version >/dev/null 2>&1 || { echo "molecule-kind needs kind v0.31.0 or newer on the PATH: https://kind.sigs.k8s.io/docs/user/quick-start/#installation"; exit 2; }
 	cd $(ROOT) && molecule test -s kind
 
-test: setup lint sanity cluster-build flux-build pytest gitops-test molecule-hosts molecule-cluster demo checkov package ee-introspect
+# Each step of make test in turn, timed: the table at the end (also in build/test-times.txt) says where the time
+# went. A failing step stops the run.
+TEST_STEPS := setup lint sanity cluster-build flux-build pytest gitops-test molecule-hosts molecule-cluster demo checkov \
+	package ee-introspect
+test:
+	@mkdir -p $(BUILD); : > $(BUILD)/test-times.txt; start=$$(date +%s); \
+	for step in $(TEST_STEPS); do \
+	  t0=$$(date +%s); $(MAKE) --no-print-directory $$step; \
+	  printf '%-18s %5ds\n' "$$step" $$(( $$(date +%s) - t0 )) >> $(BUILD)/test-times.txt; \
+	done; \
+	printf '%-18s %5ds\n' total $$(( $$(date +%s) - start )) >> $(BUILD)/test-times.txt; \
+	echo "make test: time per step"; cat $(BUILD)/test-times.txt
 
 # The local control plane (docs/testing.md): etcd, kube-apiserver, kube-controller-manager, kube-scheduler
 # and KWOK built from the Go modules pinned in tools/cluster and tools/kwok, cached under

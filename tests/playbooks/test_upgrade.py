@@ -224,7 +224,7 @@ def host_play():
 
 def test_host_mode_drains_upgrades_and_uncordons_in_that_order_in_batches():
     play = host_play()
-    assert play["serial"] == "{{ gpu_platform_upgrade_serial | default(1) }}" and play["max_fail_percentage"] == 0
+    assert play["serial"] == "{{ gpu_platform_upgrade_serial }}" and play["max_fail_percentage"] == 0
     outer = next(t for t in play["tasks"] if "block" in t)
     assert outer["when"] == "_driver.mode == 'host' and _driver.owner == 'host'"
     plan, decide = outer["block"][0], outer["block"][1]
