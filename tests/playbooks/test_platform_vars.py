@@ -24,7 +24,7 @@ def test_a_bad_platform_variable_stops_the_first_play(render_site, over, words):
     msg = result.failure_messages()[0]
     assert words in msg, msg
     tasks = [name for name, res in result.tasks()]
-    assert "gpu_platform" in tasks[0] and "Validating arguments" in tasks[0], tasks[:3]
+    assert "gpu_platform" in tasks[0] and "Validating arguments against arg spec 'check'" in tasks[0], tasks[:3]
     assert not out.exists(), "nothing was written"
 
 
@@ -73,6 +73,21 @@ def test_every_play_starts_with_the_check():
             first = (play.get("pre_tasks") or play.get("tasks"))[0]
             role = (first.get("ansible.builtin.import_role") or {}).get("name", "")
             assert role == "gpu_platform.cluster.gpu_platform" or CONTRACT in depends_on(role), (path.name, play["name"])
+
+
+ENTRY_PLAYBOOKS = ("preflight.yml", "uninstall.yml", "smoke.yml", "node_labels.yml")
+
+
+def test_every_entry_playbook_checks_the_contract_in_its_first_task():
+    """site.yml and upgrade.yml begin with preflight.yml; uninstall, smoke and node_labels are run on their own.
+    Each one's first task runs the contract's check entry point: its variables' types and choices, and the
+    renamed names, before anything is read or written."""
+    assert yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text())[0]["ansible.builtin.import_playbook"] == "preflight.yml"
+    assert yaml.safe_load((ROOT / "playbooks" / "upgrade.yml").read_text())[0]["ansible.builtin.import_playbook"] == "preflight.yml"
+    for name in ENTRY_PLAYBOOKS:
+        play = yaml.safe_load((ROOT / "playbooks" / name).read_text())[0]
+        first = (play.get("pre_tasks") or play.get("tasks"))[0]
+        assert first.get("ansible.builtin.import_role") == {"name": CONTRACT, "tasks_from": "check"}, name
 
 
 def test_cluster_plays_run_once_whatever_the_size_of_k8s_api():
