@@ -10,6 +10,7 @@ run is not a pass.
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from scripts.local_cluster.git_server import init_repo
 
@@ -68,6 +70,25 @@ def kubectl(cluster, *args, stdin=None, check=True):
     if check and proc.returncode != 0:
         raise AssertionError("kubectl %s failed: %s" % (" ".join(args), proc.stderr))
     return proc
+
+
+def service_account_token(cluster, namespace, binding, name="deployer", duration="1h"):
+    """A bearer token for a new ServiceAccount ``name`` in a new ``namespace``, bound to cluster-admin by the
+    ClusterRoleBinding ``binding`` (the TokenRequest API, ``kubectl create token``): what an AWX "OpenShift or
+    Kubernetes API Bearer Token" credential holds. The caller deletes the namespace and the binding."""
+    kubectl(cluster, "create", "namespace", namespace)
+    kubectl(cluster, "-n", namespace, "create", "serviceaccount", name)
+    kubectl(cluster, "create", "clusterrolebinding", binding, "--clusterrole=cluster-admin",
+            "--serviceaccount=%s:%s" % (namespace, name))
+    return kubectl(cluster, "-n", namespace, "create", "token", name, "--duration=" + duration).stdout.strip()
+
+
+def api_server_and_ca(cluster):
+    """The API server's URL and its CA certificate (PEM text), from the cluster's kubeconfig."""
+    config = yaml.safe_load(Path(cluster.kubeconfig).read_text(encoding="utf-8"))["clusters"][0]["cluster"]
+    if config.get("certificate-authority"):
+        return config["server"], Path(config["certificate-authority"]).read_text(encoding="utf-8")
+    return config["server"], base64.b64decode(config["certificate-authority-data"]).decode("ascii")
 
 
 def cluster_command(*args, env=None, timeout=1800):
