@@ -37,6 +37,20 @@ VENV_BIN = Path(sys.executable).parent
 HELM = ROOT / "tools" / "bin" / "helm3"
 
 
+def cluster_inventory(chart_repo_url):
+    """inventories/cluster's variables (every layer on the local control plane's fake fleet), minus its kubeconfig and
+    its lookups of the checkout's build folder: a job reaches the cluster through its credential alone."""
+    out = {}
+    for path in sorted((ROOT / "inventories" / "cluster" / "group_vars" / "all").glob("*.yml")):
+        for key, value in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).items():
+            if key.startswith("local_cluster_") or key == "gpu_platform_kubeconfig":
+                continue
+            if isinstance(value, str):
+                value = value.replace("{{ local_cluster_charts }}", chart_repo_url)
+            out[key] = value
+    return out
+
+
 def job_templates():
     """meta/awx/job_templates.yml, each template with its survey loaded."""
     templates = yaml.safe_load((AWX_DATA / "job_templates.yml").read_text(encoding="utf-8"))
@@ -256,17 +270,22 @@ class JobResult:
             self.failure_messages()[:5], self.stdout()[-3000:] if self.status != "successful" else "")
 
 
-def scan(artifacts, secrets):
-    """Every file AWX keeps of a job and shows to its readers (job events, stdout, fact cache) searched for each
-    secret: (files scanned, events scanned, {secret name: [files it is in]})."""
+def scan(artifacts, secrets, controls=None):
+    """Every file ansible-runner keeps of a job that AWX shows to the job's readers (the job events, stdout, stderr)
+    or keeps beside it (the fact cache), searched for each secret. Returns (files scanned, events scanned,
+    {secret name: [files it is in]}, {control name: files it is in}): a control is a value that is no secret and
+    must be found, so a scan that reads nothing cannot pass."""
     artifacts = Path(artifacts)
-    files = sorted(p for pattern in ("job_events/*.json", "stdout", "fact_cache/**/*")
+    files = sorted(p for pattern in ("job_events/*.json", "stdout", "stderr", "fact_cache/**/*")
                    for p in artifacts.glob(pattern) if p.is_file())
     hits = {name: [] for name in secrets}
+    found = {name: 0 for name in controls or {}}
     for path in files:
         text = path.read_text(errors="replace")
         for name, value in secrets.items():
             if value and value in text:
                 hits[name].append(str(path.relative_to(artifacts)))
+        for name, value in (controls or {}).items():
+            found[name] += value in text
     events = sum(1 for p in files if p.parent.name == "job_events")
-    return len(files), events, {k: v for k, v in hits.items() if v}
+    return len(files), events, {k: v for k, v in hits.items() if v}, found

@@ -7,12 +7,11 @@ import json
 import os
 import subprocess
 import sys
-import threading
 
 import pytest
 
 from tests.fakes.charts import DEMO_CHART_DIR
-from tests.local_cluster import ROOT, api_server_and_ca, kubectl
+from tests.local_cluster import ROOT, CommandLines, api_server_and_ca, kubectl
 from tests.local_cluster import service_account_token as shared_token
 
 pytestmark = pytest.mark.slow
@@ -38,25 +37,6 @@ def server_and_ca(cluster, folder):
     ca = folder / "ca.crt"
     ca.write_text(ca_pem)
     return server, str(ca)
-
-
-class CommandLines(threading.Thread):
-    """Every process's command line, sampled until stopped."""
-
-    def __init__(self):
-        super().__init__(daemon=True)
-        self.seen, self.done = set(), threading.Event()
-
-    def run(self):
-        while not self.done.is_set():
-            for pid in os.listdir("/proc"):
-                if pid.isdigit():
-                    try:
-                        with open("/proc/%s/cmdline" % pid, "rb") as handle:
-                            self.seen.add(handle.read().replace(b"\0", b" ").decode("utf-8", "replace"))
-                    except OSError:
-                        pass
-            self.done.wait(0.02)
 
 
 def run_module(cluster, host, token, ca):
