@@ -3,10 +3,10 @@ ansible-runner private data directory laid out as AWX lays it out, and the job r
 
 What AWX does, and what this does in its place:
 
-- project: AWX checks the project out and installs ``collections/requirements.yml``; here the project is a folder
-  with that file and one playbook per job template, each importing the collection's playbook
-  (``meta/awx/job_templates.yml``), and the collection comes from the artifact ``ansible-galaxy collection build``
-  writes, installed on its own (``installed_collection``);
+- project: AWX checks the project out and installs ``collections/requirements.yml``; here the project is the one the
+  artifact ships (``meta/awx/project``: that file and one playbook per job template, each importing the collection's
+  playbooks), and the collection comes from the artifact ``ansible-galaxy collection build`` writes, installed on its
+  own (``installed_collection``);
 - survey answers and the template's extra variables: ``env/extravars``, every string a user typed tagged ``!unsafe``
   (AWX's ``safe_dump``: never templated);
 - credentials: the "OpenShift or Kubernetes API Bearer Token" type's injector (``K8S_AUTH_HOST``, ``K8S_AUTH_API_KEY``,
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -52,11 +53,19 @@ def cluster_inventory(chart_repo_url):
 
 
 def job_templates():
-    """meta/awx/job_templates.yml, each template with its survey loaded."""
+    """meta/awx/job_templates.yml, each template with its survey and the collection playbooks its project playbook
+    (meta/awx/project) imports."""
     templates = yaml.safe_load((AWX_DATA / "job_templates.yml").read_text(encoding="utf-8"))
     for template in templates:
         template["survey_spec"] = json.loads((AWX_DATA / template["survey"]).read_text(encoding="utf-8"))
+        template["imports"] = project_imports(template["playbook"])
     return {t["name"]: t for t in templates}
+
+
+def project_imports(playbook):
+    """The playbooks a playbook of meta/awx/project imports, in order."""
+    plays = yaml.safe_load((AWX_DATA / "project" / playbook).read_text(encoding="utf-8"))
+    return [play["ansible.builtin.import_playbook"] for play in plays]
 
 
 def credential_type(name):
@@ -179,13 +188,11 @@ class Job:
         """Write the private data directory as AWX does before it hands it to ansible-runner."""
         pdd = Path(pdd)
         project, inventory, env_dir = pdd / "project", pdd / "inventory", pdd / "env"
-        for folder in (project / "collections", inventory / "group_vars", env_dir):
+        # The project as shipped in the artifact (meta/awx/project): collections/requirements.yml and the playbooks.
+        shipped = self.collections / "ansible_collections" / "gpu_platform" / "cluster" / "meta" / "awx" / "project"
+        shutil.copytree(shipped, project)
+        for folder in (inventory / "group_vars", env_dir):
             folder.mkdir(parents=True, exist_ok=True)
-        (project / "collections" / "requirements.yml").write_text(yaml.safe_dump({"collections": [
-            {"name": "gpu_platform.cluster", "type": "file", "source": "gpu_platform-cluster.tar.gz"}]}))
-        (project / self.template["playbook"]).write_text(yaml.safe_dump([{
-            "name": self.template["name"], "ansible.builtin.import_playbook": self.template["collection_playbook"]}],
-            sort_keys=False))
         (inventory / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {
             "k8s_api": {"hosts": {"localhost": {"ansible_connection": "local",
                                                 "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}},

@@ -128,6 +128,19 @@ def test_the_site_job_converges_with_the_token_alone_then_changes_nothing(awx):
     assert second.changed == 0, second.changed_tasks()
 
 
+LAYERS = ("GPU platform: drivers, network and GPU Operator", "GPU platform: GPU sharing",
+          "GPU platform: DRA, scheduling and monitoring")
+
+
+def test_the_layer_jobs_of_the_workflow_run_and_agree_with_the_site_job(awx):
+    """The workflow "GPU platform, layer by layer" (meta/awx/workflow_templates.yml) runs these three templates in
+    order; on the platform the site job made, each succeeds and changes nothing."""
+    for number, name in enumerate(LAYERS, 1):
+        result = awx.run(awx.job(name, SITE_ANSWERS, registry=True), "layer-%d" % number)
+        assert result.status == "successful", result.summary()
+        assert result.changed == 0, (name, result.changed_tasks())
+
+
 def test_the_smoke_job_proves_every_layer_and_changes_nothing(awx):
     result = awx.run(awx.job("GPU platform smoke tests"), "smoke")
     assert result.status == "successful", result.summary()
