@@ -168,7 +168,7 @@ gitops-test: setup cluster-build flux-build
 # runs it in the local control plane's pytest session.
 .PHONY: awx-test
 awx-test: setup cluster-build
-	pytest -p no:cacheprovider tests/unit/test_awx_data.py tests/awx $(PYTEST_ARGS)
+	pytest -p no:cacheprovider tests/unit/test_awx_data.py tests/awx/test_awx_render.py tests/awx/test_awx_jobs.py $(PYTEST_ARGS)
 	@cat $(BUILD)/awx/report.json | python -c "import json,sys; r=json.load(sys.stdin); print('awx: %d jobs, %d events and %d files scanned, %d secret hits' % (r['jobs'], r['events_scanned'], r['files_scanned'], r['secret_hits']))"
 
 cluster-up: setup cluster-build
