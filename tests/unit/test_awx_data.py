@@ -306,9 +306,8 @@ def test_the_workflows_run_the_layers_in_order_with_an_approval_before_every_dra
             if template["drains_nodes"]:
                 assert before and before["unified_job_template"]["type"] == "workflow_approval", \
                     "%s: no approval before %s, which can drain nodes" % (workflow["name"], ujt["name"])
-            layers += [i.split(".")[-1] for i in template["imports"]
-                       if i.split(".")[-1] in site_order and i.split(".")[-1] not in ("preflight", "driver_mode",
-                                                                                        "checks")]
+            steps = [i.split(".")[-1] for i in template["imports"]]
+            layers += [p for p in steps if p in site_order and p not in ("preflight", "driver_mode", "checks")]
         # The layers the workflow's jobs run come in site.yml's order, each once.
         assert layers == [p for p in site_order if p in layers] and len(layers) == len(set(layers)), layers
     layered = yaml.safe_load((AWX / "workflow_templates.yml").read_text(encoding="utf-8"))[0]
