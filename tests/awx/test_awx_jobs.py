@@ -193,7 +193,8 @@ def test_an_unreachable_api_fails_with_a_short_message_naming_it(awx):
     result = awx.run(awx.job("GPU platform", SITE_ANSWERS, kubernetes=down), "unreachable")
     assert result.status == "failed" and result.changed == 0
     task, msg = last_failure(result)
-    assert host in msg and len(msg) < 600 and "Traceback" not in msg, (task, msg)
+    # The credential's Host is the field: the message names the URL and that it came from K8S_AUTH_HOST.
+    assert host in msg and "K8S_AUTH_HOST" in msg and len(msg) < 600 and "Traceback" not in msg, (task, msg)
 
 
 def test_the_uninstall_job_removes_the_platform_then_changes_nothing(awx):
