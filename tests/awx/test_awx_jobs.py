@@ -48,6 +48,9 @@ class Awx:
         admin = yaml.safe_load(Path(cluster.kubeconfig).read_text(encoding="utf-8"))["users"][0]["user"]
         self.secrets = {"token": token, "registry password": self.registry_password,
                         "survey password": self.survey_password,
+                        # the pull Secret's auth field, as it would leak from a dockerconfigjson
+                        "registry auth": registry_auth(self.registry_password),
+                        "survey password auth": registry_auth(self.survey_password),
                         "admin client key": key_body(base64.b64decode(admin["client-key-data"]).decode()),
                         "CA key": key_body((cluster.dir / "pki" / "ca.key").read_text(encoding="utf-8"))}
         self.runs = []
@@ -71,6 +74,10 @@ class Awx:
         assert events == len(result.events) > 0
         assert all(found.values()), "the scan did not find what it must: %s" % found
         return result
+
+
+def registry_auth(password):
+    return base64.b64encode(("$oauthtoken:" + password).encode()).decode()
 
 
 def key_body(pem):
@@ -117,8 +124,7 @@ def test_the_site_job_converges_with_the_token_alone_then_changes_nothing(awx):
     assert paths and not [p for p in paths if not p.startswith(str(awx.collections)) and "/project/" not in p]
     # The NGC credential's injected values became the GPU Operator's pull Secret.
     assert pull_secret_password(awx.cluster) == {"username": "$oauthtoken", "password": awx.registry_password,
-                                                 "auth": base64.b64encode(("$oauthtoken:%s" % awx.registry_password)
-                                                                          .encode()).decode()}
+                                                 "auth": registry_auth(awx.registry_password)}
     summary = [e["event_data"]["res"]["msg"] for e in first.events if e.get("event") == "runner_on_ok"
                and e["event_data"].get("task") == "What was written and which versions are pinned"]
     assert summary and summary[-1][0] == "The platform was installed directly on the cluster.", summary
