@@ -71,6 +71,9 @@ class Awx:
                           "events": len(result.events), "files_scanned": files, "events_scanned": events,
                           "secret_hits": hits, "controls_found": found, "seconds": round(result.seconds, 1)})
         assert not hits, "secrets in the job's artifacts: %s" % hits
+        # ansible-runner's own record of the command and its environment (the credential's variables with it) is
+        # no job event: AWX removes the private data directory after the job. It is the owner's alone meanwhile.
+        assert (result.artifacts / "command").stat().st_mode & 0o077 == 0
         assert events == len(result.events) > 0
         assert all(found.values()), "the scan did not find what it must: %s" % found
         return result
