@@ -174,6 +174,14 @@ cluster-up-gitops: setup cluster-build flux-build
 gitops-test: setup cluster-build flux-build
 	cd $(ROOT) && $(VENV)/bin/python -m tests.gitops_bundle
 
+# The AWX tier alone (docs/awx.md, section 8): every job template of meta/awx run by ansible-runner from the Galaxy
+# artifact on a local control plane of its own, with AWX's credentials; counts in build/awx/report.json. make test
+# runs it in the local control plane's pytest session.
+.PHONY: awx-test
+awx-test: setup cluster-build
+	pytest -p no:cacheprovider tests/unit/test_awx_data.py tests/awx/test_awx_render.py tests/awx/test_awx_jobs.py $(PYTEST_ARGS)
+	@cat $(BUILD)/awx/report.json | python -c "import json,sys; r=json.load(sys.stdin); print('awx: %d jobs, %d events and %d files scanned, %d secret hits' % (r['jobs'], r['events_scanned'], r['files_scanned'], r['secret_hits']))"
+
 cluster-up: setup cluster-build
 	cd $(ROOT) && $(LOCAL_CLUSTER) up
 

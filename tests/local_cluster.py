@@ -10,14 +10,17 @@ run is not a pass.
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from scripts.local_cluster.git_server import init_repo
 
@@ -81,6 +84,44 @@ def wait_established(run, targets, timeout=60, tries=10):
             break
     assert proc.returncode == 0, "%s (after %d tries)" % (proc.stderr, attempt + 1)
     return proc
+
+
+def service_account_token(cluster, namespace, binding, name="deployer", duration="1h"):
+    """A bearer token for a new ServiceAccount ``name`` in a new ``namespace``, bound to cluster-admin by the
+    ClusterRoleBinding ``binding`` (the TokenRequest API, ``kubectl create token``): what an AWX "OpenShift or
+    Kubernetes API Bearer Token" credential holds. The caller deletes the namespace and the binding."""
+    kubectl(cluster, "create", "namespace", namespace)
+    kubectl(cluster, "-n", namespace, "create", "serviceaccount", name)
+    kubectl(cluster, "create", "clusterrolebinding", binding, "--clusterrole=cluster-admin",
+            "--serviceaccount=%s:%s" % (namespace, name))
+    return kubectl(cluster, "-n", namespace, "create", "token", name, "--duration=" + duration).stdout.strip()
+
+
+def api_server_and_ca(cluster):
+    """The API server's URL and its CA certificate (PEM text), from the cluster's kubeconfig."""
+    config = yaml.safe_load(Path(cluster.kubeconfig).read_text(encoding="utf-8"))["clusters"][0]["cluster"]
+    if config.get("certificate-authority"):
+        return config["server"], Path(config["certificate-authority"]).read_text(encoding="utf-8")
+    return config["server"], base64.b64decode(config["certificate-authority-data"]).decode("ascii")
+
+
+class CommandLines(threading.Thread):
+    """Every process's command line, sampled until stopped (a secret must never be on one)."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.seen, self.done = set(), threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            for pid in os.listdir("/proc"):
+                if pid.isdigit():
+                    try:
+                        with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                            self.seen.add(handle.read().replace(b"\0", b" ").decode("utf-8", "replace"))
+                    except OSError:
+                        pass
+            self.done.wait(0.02)
 
 
 def cluster_command(*args, env=None, timeout=1800):

@@ -3,18 +3,16 @@ the real API server: helm reaches the cluster through a 0600 kubeconfig in the m
 any process's command line, nor in the task's result."""
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
 import sys
-import threading
 
 import pytest
-import yaml
 
 from tests.fakes.charts import DEMO_CHART_DIR
-from tests.local_cluster import ROOT, kubectl
+from tests.local_cluster import ROOT, CommandLines, api_server_and_ca, kubectl
+from tests.local_cluster import service_account_token as shared_token
 
 pytestmark = pytest.mark.slow
 NAMESPACE = "helm-token-test"
@@ -31,40 +29,14 @@ def token_namespace(local_cluster):
 
 
 def service_account_token(cluster):
-    kubectl(cluster, "create", "namespace", NAMESPACE)
-    kubectl(cluster, "-n", NAMESPACE, "create", "serviceaccount", "deployer")
-    kubectl(cluster, "create", "clusterrolebinding", "helm-token-test-deployer", "--clusterrole=cluster-admin",
-            "--serviceaccount=%s:deployer" % NAMESPACE)
-    return kubectl(cluster, "-n", NAMESPACE, "create", "token", "deployer", "--duration=1h").stdout.strip()
+    return shared_token(cluster, NAMESPACE, "helm-token-test-deployer")
 
 
 def server_and_ca(cluster, folder):
-    config = yaml.safe_load(open(cluster.kubeconfig, encoding="utf-8"))["clusters"][0]["cluster"]
-    ca = config.get("certificate-authority")
-    if not ca:
-        ca = str(folder / "ca.crt")
-        with open(ca, "wb") as handle:
-            handle.write(base64.b64decode(config["certificate-authority-data"]))
-    return config["server"], ca
-
-
-class CommandLines(threading.Thread):
-    """Every process's command line, sampled until stopped."""
-
-    def __init__(self):
-        super().__init__(daemon=True)
-        self.seen, self.done = set(), threading.Event()
-
-    def run(self):
-        while not self.done.is_set():
-            for pid in os.listdir("/proc"):
-                if pid.isdigit():
-                    try:
-                        with open("/proc/%s/cmdline" % pid, "rb") as handle:
-                            self.seen.add(handle.read().replace(b"\0", b" ").decode("utf-8", "replace"))
-                    except OSError:
-                        pass
-            self.done.wait(0.02)
+    server, ca_pem = api_server_and_ca(cluster)
+    ca = folder / "ca.crt"
+    ca.write_text(ca_pem)
+    return server, str(ca)
 
 
 def run_module(cluster, host, token, ca):

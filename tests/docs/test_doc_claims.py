@@ -399,7 +399,9 @@ class Repo:
     def fqcn(self, name):
         if name in self.modules or name in ROLES or name in self.filters:
             return None
-        return "no module plugins/modules/%s.py, no role roles/%s and no filter of that name" % (name, name)
+        if os.path.isfile(os.path.join(ROOT, "playbooks", name + ".yml")):
+            return None  # a playbook of the collection (gpu_platform.cluster.site)
+        return "no module plugins/modules/%s.py, no role roles/%s, no filter and no playbook of that name" % (name, name)
 
     def option(self, option, module):
         if module not in self.modules:

@@ -96,6 +96,7 @@ def test_a_server_that_never_answers_times_out_with_a_message(api, client):
         client.get("v1", "ConfigMap", "c", "default")
     assert "did not answer after %d attempts" % (kube_retry.RETRIES + 1) in err.value.msg
     assert api.url in err.value.msg and "api_read_timeout (now 2s)" in err.value.msg
+    assert "(from the kubeconfig's server)" in err.value.msg, "where the URL came from"
 
 
 def test_an_unreachable_server_is_a_message(api):

@@ -117,6 +117,11 @@ def test_artifact_carries_the_collection(members):
     docs = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
     assert docs and all(d in members for d in docs)
     assert any(name.startswith("inventories/") for name in members)
+    # What AWX is set up from (docs/awx.md): job templates, surveys, credential types, workflows and the project.
+    pattern = os.path.join(ROOT, "meta", "awx", "**", "*.*")
+    awx = sorted(os.path.relpath(p, ROOT) for p in glob.glob(pattern, recursive=True))
+    assert "meta/awx/project/collections/requirements.yml" in awx and all(a in members for a in awx), \
+        [a for a in awx if a not in members]
 
 
 def test_manifest_matches_galaxy_yml(artifact, members):

@@ -78,6 +78,8 @@ class KubeClient:
             configuration.verify_ssl = bool(validate_certs)
         configuration.retries = retry_policy()
         self.host = configuration.host
+        # Where the URL came from, for an operator reading the error (AWX's bearer-token credential sets K8S_AUTH_HOST).
+        self.host_source = "the host option or K8S_AUTH_HOST" if host else "the kubeconfig's server"
         try:
             api_client = client.ApiClient(configuration)
             _default_timeout(api_client.rest_client, self.timeouts)
@@ -102,9 +104,10 @@ class KubeClient:
             yield
         except self._transport_errors as exc:
             reason = getattr(exc, "reason", None) or exc
-            raise ToolError("%s: the Kubernetes API at %s did not answer after %d attempts (%s). Fix: check that the "
-                            "API server is up and reachable from this host; a slow server may need a longer "
-                            "api_read_timeout (now %ss)" % (what, self.host, RETRIES + 1, reason, self.timeouts[1]),
+            raise ToolError("%s: the Kubernetes API at %s (from %s) did not answer after %d attempts (%s). Fix: check "
+                            "that the API server is up and reachable from this host; a slow server may need a longer "
+                            "api_read_timeout (now %ss)" % (what, self.host, self.host_source, RETRIES + 1, reason,
+                                                            self.timeouts[1]),
                             status=None)
 
     def _core(self):
