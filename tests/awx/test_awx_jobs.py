@@ -123,7 +123,7 @@ def test_the_site_job_converges_with_the_token_alone_then_changes_nothing(awx):
     assert helm and all("--kubeconfig" in line for line in helm if " upgrade " in line or " list " in line), helm
     assert not [line for line in watcher.seen if awx.secrets["token"] in line], "the token on a command line"
     # Every task ran from the installed artifact (or the project's one-line playbook), none from the checkout.
-    paths = {e["event_data"]["task_path"] for e in first.events if e["event_data"].get("task_path")}
+    paths = {e["event_data"]["task_path"] for e in first.events if e.get("event_data", {}).get("task_path")}
     assert paths and not [p for p in paths if not p.startswith(str(awx.collections)) and "/project/" not in p]
     # The NGC credential's injected values became the GPU Operator's pull Secret.
     assert pull_secret_password(awx.cluster) == {"username": "$oauthtoken", "password": awx.registry_password,
