@@ -92,7 +92,9 @@ sanity-prep: venv
 PYTEST_WORKERS ?= 2
 pytest: setup system-deps
 	pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not local_control_plane" --durations=25 $(PYTEST_ARGS)
+	rm -f $(BUILD)/awx/report.json
 	pytest -m local_control_plane --durations=15 $(PYTEST_ARGS)
+	@if [ -f $(BUILD)/awx/report.json ]; then $(AWX_REPORT); fi
 
 # Debian packages the tests need, as command:package. podman, runc and debootstrap run molecule/hosts
 # (host roles in Debian bookworm containers, systemd as PID 1, an image built here from deb.debian.org by
@@ -174,13 +176,16 @@ cluster-up-gitops: setup cluster-build flux-build
 gitops-test: setup cluster-build flux-build
 	cd $(ROOT) && $(VENV)/bin/python -m tests.gitops_bundle
 
+# The AWX tier's counts (jobs, events and files scanned, secret hits), from the report its tests write.
+AWX_REPORT = python -c "import json; r=json.load(open('$(BUILD)/awx/report.json')); print('awx: %d jobs, %d events and %d files scanned, %d secret hits' % (r['jobs'], r['events_scanned'], r['files_scanned'], r['secret_hits']))"
+
 # The AWX tier alone (docs/awx.md, section 8): every job template of meta/awx run by ansible-runner from the Galaxy
 # artifact on a local control plane of its own, with AWX's credentials; counts in build/awx/report.json. make test
 # runs it in the local control plane's pytest session.
 .PHONY: awx-test
 awx-test: setup cluster-build
 	pytest -p no:cacheprovider tests/unit/test_awx_data.py tests/awx/test_awx_render.py tests/awx/test_awx_jobs.py $(PYTEST_ARGS)
-	@cat $(BUILD)/awx/report.json | python -c "import json,sys; r=json.load(sys.stdin); print('awx: %d jobs, %d events and %d files scanned, %d secret hits' % (r['jobs'], r['events_scanned'], r['files_scanned'], r['secret_hits']))"
+	@$(AWX_REPORT)
 
 cluster-up: setup cluster-build
 	cd $(ROOT) && $(LOCAL_CLUSTER) up

@@ -19,7 +19,7 @@ from tests.modules.harness import run_module
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_MODULES = ("gpu_driver_mode", "gpu_driver_upgrade", "helm_pinned_release", "manifests", "mig_profile",
-                   "nic_cluster_policy", "node_labels", "node_maintenance", "smoke_test")
+                   "nic_cluster_policy", "node_labels", "node_maintenance", "smoke_test", "gitops_bundle")
 CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "demo"},
              "data": {"mode": "time-slicing"}}
 

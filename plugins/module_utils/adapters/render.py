@@ -101,6 +101,24 @@ def write_files(directory, files, check_mode=False):
     return changed, diffs
 
 
+def unit_manifests(directory):
+    """The manifests in the bundle's unit folders, as ``<unit>/<file>.yaml`` paths relative to ``directory``: the
+    folders' kustomization.yaml and node label patch lists (``*-node-labels.yaml``, instructions for kubectl label)
+    left out. Sorted; a missing directory has none."""
+    out = []
+    try:
+        units = sorted(entry for entry in os.listdir(directory) if os.path.isdir(os.path.join(directory, entry)))
+        for unit in units:
+            for name in sorted(os.listdir(os.path.join(directory, unit))):
+                if name.endswith(".yaml") and name != "kustomization.yaml" and not name.endswith("-node-labels.yaml"):
+                    out.append("%s/%s" % (unit, name))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise ToolError("could not read the bundle %s: %s. Fix: check that the folder is readable" % (directory, exc))
+    return out
+
+
 def remove_files(directory, names, check_mode=False):
     """Remove the named files that exist; returns (removed names, diffs)."""
     removed, diffs = [], []
