@@ -24,12 +24,14 @@ attributes:
     description:
       - Runs in the controller process through the action plugin of the same name, whatever host the task targets.
         No module is copied or started, and the C(kubernetes) library is loaded once per run.
-      - So paths (O(kubeconfig), O(ca_cert), C(render_to), C(binary_path)) are the controller's, and the
+      - So paths (C(kubeconfig), C(ca_cert), C(render_to), C(binary_path)) are the controller's, and the
         C(K8S_AUTH_*) fallbacks are read from the controller's environment and the task's C(environment).
   platform:
     support: full
     platforms: posix
-    description: The Ansible controller, with the C(kubernetes) Python library (and helm, for M(gpu_platform.cluster.helm_pinned_release)).
+    description: >-
+      The Ansible controller; the modules that talk to a cluster need the C(kubernetes) Python library there (and
+      helm, for M(gpu_platform.cluster.helm_pinned_release)).
 """
 
     # The host-facing modules: they run on the GPU host like any module.
