@@ -32,7 +32,7 @@ from kubernetes import config
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ConflictError, NotFoundError, ResourceNotFoundError
 
-from .store import PATCHERS
+from .store_python_api import PATCHERS
 
 CONTENT_TYPES = {"merge": "application/merge-patch+json", "strategic": "application/strategic-merge-patch+json",
                  "json": "application/json-patch+json"}

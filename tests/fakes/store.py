@@ -19,20 +19,25 @@ thread; writes made by listeners are queued and dispatched by the same loop, so 
 public call returns, every controller reaction to it has happened.
 
 Stored dicts are never changed in place: every write stores a new dict.
+
+The watch (``store_watch``), the Python API (``store_python_api``) and ``Event`` with the helpers on stored
+objects (``store_objects``) are in modules of their own.
 """
 
 import collections
 import copy
 import random
 import threading
-import time
 import uuid
 
 from . import errors
 from .clock import rfc3339
-from .patches import apply_merge, canonical, json_patch, merge_patch, strategic_merge
+from .patches import apply_merge, canonical
 from .selectors import ObjectFilter
 from .semantics import apply_defaults, validation_causes
+from .store_objects import Event, _ident, _same, _spec_part, _with_meta, versioned
+from .store_python_api import StorePythonApi
+from .store_watch import StoreWatch
 
 NAMESPACES = ("", "namespaces")
 CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
@@ -40,58 +45,9 @@ _CREATE_KEEPS_STATUS = {("", "nodes"), ("", "persistentvolumes")}
 _IMMUTABLE_META = ("uid", "creationTimestamp", "generation", "deletionTimestamp",
                    "deletionGracePeriodSeconds")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-PATCHERS = {"merge": merge_patch, "strategic": strategic_merge, "json": json_patch}
 
 
-class Event(collections.namedtuple("Event", "type key obj old rv")):
-    """One write: type ADDED/MODIFIED/DELETED, key (group, plural), new and old object."""
-
-    __slots__ = ()
-
-    @property
-    def group(self):
-        return self.key[0]
-
-    @property
-    def kind(self):
-        return self.obj.get("kind")
-
-    @property
-    def name(self):
-        return self.obj["metadata"]["name"]
-
-    @property
-    def namespace(self):
-        return self.obj["metadata"].get("namespace")
-
-
-def _ident(obj):
-    meta = obj["metadata"]
-    return (meta.get("namespace") or "", meta["name"])
-
-
-def _spec_part(obj):
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
-
-
-def _with_meta(obj, **changes):
-    """A shallow copy of ``obj`` with a copied metadata carrying ``changes``."""
-    meta = {**obj["metadata"], **changes}
-    return {**obj, "metadata": {k: v for k, v in meta.items() if v is not None}}
-
-
-def _same(a, b):
-    return _with_meta(a, resourceVersion=None) == _with_meta(b, resourceVersion=None)
-
-
-def versioned(rtype, obj):
-    """``obj`` as seen through ``rtype``'s version (apiVersion rewritten if needed)."""
-    if obj.get("apiVersion") == rtype.api_version:
-        return obj
-    return {**obj, "apiVersion": rtype.api_version}
-
-
-class Store:
+class Store(StoreWatch, StorePythonApi):
     """In-memory objects, resourceVersions, watch history and event listeners."""
 
     def __init__(self, registry, clock, require_namespaces=False, history=10000):
@@ -400,129 +356,6 @@ class Store:
         self._dispatch()
         return [versioned(rtype, o) for o in deleted], rv
 
-    # ------------------------------------------------------------ watch
-
-    def _events_after(self, cursor):
-        found = []
-        for event in reversed(self._history):
-            if event.rv <= cursor:
-                break
-            found.append(event)
-        return found[::-1]
-
-    def watch(self, rtype, obj_filter, resource_version=None, send_initial=False,
-              timeout=1800.0, stopped=lambda: False):
-        """Yield (type, object) for ``rtype`` objects matching ``obj_filter``.
-
-        Without a resourceVersion (or "0"), or with ``send_initial``, the current objects
-        come first as ADDED; ``send_initial`` then adds the ``k8s.io/initial-events-end``
-        BOOKMARK. With a resourceVersion, events after it are replayed (410 ERROR if that
-        part of the history is gone). Ends after ``timeout`` seconds of wall time, when
-        ``stopped()`` or when the store is closed.
-        """
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            cursor, initial, expired = self._rv, [], False
-            if send_initial or resource_version in (None, "", "0"):
-                initial = self._matching(rtype.store_key, obj_filter)
-            else:
-                cursor = int(resource_version)
-                expired = bool(self._history) and cursor < self._history[0].rv - 1
-        if expired:
-            yield "ERROR", errors.gone(f"too old resource version: {cursor}").status()
-            return
-        for obj in initial:
-            yield "ADDED", versioned(rtype, obj)
-        if send_initial:
-            yield "BOOKMARK", {"kind": rtype.kind, "apiVersion": rtype.api_version,
-                               "metadata": {"resourceVersion": str(cursor), "annotations":
-                                            {"k8s.io/initial-events-end": "true"}}}
-        while not stopped() and not self.closed:
-            with self._cond:
-                events = self._events_after(cursor)
-                if not events:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        return
-                    self._cond.wait(min(remaining, 0.5))
-                    continue
-            cursor = events[-1].rv
-            for event in events:
-                seen = _seen_as(event, rtype.store_key, obj_filter)
-                if seen:
-                    yield seen, versioned(rtype, event.obj)
-
-    # ------------------------------------------------------------ Python API
-
-    def resource(self, api_version, kind):
-        """The served ResourceType for apiVersion/kind (ApiError 404 if none)."""
-        rtype = self.registry.by_kind(api_version, kind)
-        if rtype is None:
-            raise errors.ApiError(404, "NotFound", f"no kind {kind!r} is served in "
-                                  f"{api_version!r}")
-        return rtype
-
-    def get(self, api_version, kind, name, namespace=None):
-        """A copy of the object, or None."""
-        rtype = self.resource(api_version, kind)
-        try:
-            return copy.deepcopy(self.get_object(rtype, namespace or "default", name))
-        except errors.ApiError:
-            return None
-
-    def list(self, api_version, kind, namespace=None, label_selector="", field_selector=""):
-        rtype = self.resource(api_version, kind)
-        obj_filter = ObjectFilter(namespace, label_selector, field_selector)
-        return copy.deepcopy(self.list_objects(rtype, obj_filter)[0])
-
-    def create(self, obj):
-        rtype = self.resource(obj.get("apiVersion"), obj.get("kind"))
-        return copy.deepcopy(self.create_object(rtype, obj, privileged=True))
-
-    def update(self, obj):
-        """Replace the object (status included); a resourceVersion in it is a precondition."""
-        rtype = self.resource(obj.get("apiVersion"), obj.get("kind"))
-        return copy.deepcopy(self.replace_object(rtype, obj, privileged=True))
-
-    def modify(self, api_version, kind, name, change, namespace=None, subresource=None):
-        """Atomically replace the object by ``change(copy)`` (which may edit and return it)."""
-        rtype = self.resource(api_version, kind)
-
-        def _change(obj):
-            result = change(obj)
-            return obj if result is None else result
-        return copy.deepcopy(self.modify_object(rtype, namespace or "default", name, _change,
-                                                subresource, privileged=True))
-
-    def patch(self, api_version, kind, name, patch, namespace=None, patch_type="merge"):
-        """Patch with ``patch_type`` "merge", "strategic" or "json"."""
-        patcher = PATCHERS[patch_type]
-        return self.modify(api_version, kind, name, lambda obj: patcher(obj, patch), namespace)
-
-    def patch_status(self, api_version, kind, name, status, namespace=None):
-        """JSON-merge ``status`` into the object's status."""
-        return self.modify(api_version, kind, name,
-                           lambda obj: merge_patch(obj, {"status": status}), namespace,
-                           "status" if self.resource(api_version, kind).has_status else None)
-
-    def set_labels(self, api_version, kind, name, labels, namespace=None):
-        """Merge ``labels`` into the object's labels (a None value removes the label)."""
-        return self.patch(api_version, kind, name, {"metadata": {"labels": labels}}, namespace)
-
-    def delete(self, api_version, kind, name, namespace=None, propagation_policy="Background"):
-        rtype = self.resource(api_version, kind)
-        obj = self.delete_object(rtype, namespace or "default", name,
-                                 propagation=propagation_policy)[0]
-        return copy.deepcopy(obj)
-
-    def apply(self, obj, field_manager="test"):
-        """Server-side apply of ``obj`` as ``field_manager``; returns the result."""
-        rtype = self.resource(obj.get("apiVersion"), obj.get("kind"))
-        meta = obj.get("metadata") or {}
-        result = self.apply_object(rtype, meta.get("namespace") or "default", meta["name"],
-                                   obj, field_manager)[0]
-        return copy.deepcopy(result)
-
 
 def _keep_allocated_fields(rtype, old, new):
     """Fields the server allocated on create survive a PUT that omits them."""
@@ -531,15 +364,3 @@ def _keep_allocated_fields(rtype, old, new):
         for field in ("clusterIP", "clusterIPs"):
             if field in old_spec and not new_spec.get(field):
                 new_spec[field] = old_spec[field]
-
-
-def _seen_as(event, key, obj_filter):
-    """How a watcher with ``obj_filter`` sees ``event`` (None: not at all)."""
-    if event.key != key:
-        return None
-    now = obj_filter.matches(event.obj)
-    before = event.old is not None and obj_filter.matches(event.old)
-    if event.type == "MODIFIED":
-        return {(True, True): "MODIFIED", (False, True): "ADDED",
-                (True, False): "DELETED"}.get((before, now))
-    return event.type if now else None

@@ -8,7 +8,7 @@ import pytest
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_types, smoke, smoke_nccl, smoke_nccl_check
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.fakes.nccl_logs import NCCL_IB_LOG
-from tests.unit.test_smoke import NCCL_IMAGE, NS, settings
+from tests.unit.smoke_helpers import NCCL_IMAGE, NS, settings
 
 KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret-material\n-----END OPENSSH PRIVATE KEY-----\n"
 PUB = "ssh-ed25519 AAAAC3Nza gpu-platform-smoke\n"

@@ -1,20 +1,15 @@
-"""Table-driven tests of the driver_mode domain: who owns the NVIDIA driver (host, cloud image or the GPU
-Operator), over every combination of per-node and cluster evidence, checked against an independent oracle
-written here from the rules in the module's docstring and comments; refusal messages; bad inputs."""
+"""Evidence builders and an independent oracle for the driver_mode domain tests: who owns the NVIDIA driver
+(host, cloud image or the GPU Operator), written here from the rules in the module's docstring and comments."""
 import copy
 import itertools
 
-import pytest
-
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_mode, host_facts
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_mode
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import Refusal
 
 VERSION = "535.247.01"
 PACKAGE = ("nvidia-driver-535-server", "535.247.01-0ubuntu0.22.04.1")
 TOOLKIT = {"nvidia-container-toolkit": "1.17.8-1", "nvidia-container-toolkit-base": "1.17.8-1"}
 SMI = "/usr/bin/nvidia-smi"
-
-# ---------------------------------------------------------------- evidence builders
 
 
 def facts(state, toolkit):
@@ -62,6 +57,8 @@ def single_node_evidence():
 
 
 SINGLE = list(single_node_evidence())
+
+
 # A smaller set per node for two-node clusters, so that every mix of two kinds of node is covered.
 SMALL = [
     ev(),                                       # a cluster node without any driver and without a host
@@ -75,6 +72,8 @@ SMALL = [
     ev("loaded", pod=True, gfd=True),           # both owners on one node
     ev("neither", in_cluster=False),            # an inventory host not (yet) a node
 ]
+
+
 # driver_enabled None: the ClusterPolicy does not set driver.enabled.
 POLICIES = [None] + [{"name": "cluster-policy", "use_nvidia_driver_crd": crd, "driver_enabled": enabled}
                      for crd, enabled in itertools.product((True, False), (True, False, None))]
@@ -86,9 +85,6 @@ def make_cluster(policy, drivers):
     if policy is None and not drivers:
         return None  # the default: nothing read from the cluster
     return {"cluster_policy": copy.deepcopy(policy), "nvidia_drivers": list(drivers)}
-
-
-# ---------------------------------------------------------------- the oracle
 
 
 def node_truth(name, e, cloud):
@@ -260,181 +256,3 @@ def run_table(cases):
 
 
 OUTER = list(itertools.product(driver_mode.MODES, driver_mode.CLOUD_DRIVER, RDMA))
-
-
-def _outer_id(p):
-    mode, cloud, (rdma, mofed) = p
-    return "%s-cloud_%s-rdma%s-mofed%s" % (mode, cloud, rdma, mofed)
-
-
-# ---------------------------------------------------------------- the exhaustive tables
-
-
-@pytest.mark.parametrize("outer", OUTER, ids=[_outer_id(p) for p in OUTER])
-def test_single_node_every_combination(outer):
-    mode, cloud, (rdma, mofed) = outer
-    cases = ((mode, [("gpu-node-1", e)], policy, drivers, cloud, rdma, mofed)
-             for e in SINGLE for policy, drivers in CLUSTERS)
-    count, failures = run_table(cases)
-    assert count == 56 * len(CLUSTERS) == 56 * 14
-    assert not failures, "%d of %d cases disagree with the oracle:\n%s" % (
-        len(failures), count, "\n".join(failures[:8]))
-
-
-@pytest.mark.parametrize("outer", OUTER, ids=[_outer_id(p) for p in OUTER])
-def test_two_nodes_every_mix(outer):
-    mode, cloud, (rdma, mofed) = outer
-    cases = ((mode, [("gpu-b", b), ("gpu-a", a)], policy, drivers, cloud, rdma, mofed)
-             for a, b in itertools.product(SMALL, SMALL) for policy, drivers in CLUSTERS)
-    count, failures = run_table(cases)
-    assert count == len(SMALL) ** 2 * len(CLUSTERS)
-    assert not failures, "%d of %d cases disagree with the oracle:\n%s" % (
-        len(failures), count, "\n".join(failures[:8]))
-
-
-# Zero nodes with cloud_driver=present are the subject of the xfail tests below.
-NO_NODES = [p for p in OUTER if p[1] != "present"]
-
-
-@pytest.mark.parametrize("outer", NO_NODES, ids=[_outer_id(p) for p in NO_NODES])
-def test_no_nodes_yet(outer):
-    mode, cloud, (rdma, mofed) = outer
-    count, failures = run_table((mode, [], policy, drivers, cloud, rdma, mofed) for policy, drivers in CLUSTERS)
-    assert count == len(CLUSTERS)
-    assert not failures, "\n".join(failures)
-
-
-def test_the_tables_cover_every_outcome():
-    """The oracle reaches every refusal and every (mode, owner, peermem) over the tables above."""
-    outcomes = set()
-    for mode, cloud, (rdma, mofed) in OUTER:
-        for e in SINGLE:
-            for policy, drivers in CLUSTERS:
-                got = oracle(mode, [("n", e)], policy, drivers, cloud, rdma, mofed)
-                outcomes.add(got[1] if got[0] == "refuse" else (got[1]["mode"], got[1]["owner"], got[1]["peermem"]))
-        for a, b in itertools.product(SMALL, SMALL):
-            got = oracle(mode, [("a", a), ("b", b)], None, [], cloud, rdma, mofed)
-            outcomes.add(got[1] if got[0] == "refuse" else (got[1]["mode"], got[1]["owner"], got[1]["peermem"]))
-    assert outcomes == {"both", "mixed", "host_in_operator", "operator_in_host", "unmanaged",
-                        ("operator", "operator", "operator"), ("host", "host", "host"),
-                        ("host", "host", "daemonset"), ("host", "cloud", "daemonset")}
-
-
-# ---------------------------------------------------------------- chosen examples, spelled out
-
-
-def test_operator_keeps_the_nvidiadriver_crd_when_objects_exist():
-    node = make_node("gpu-a", ev(gfd=True, pod=True))
-    got = driver_mode.decide("operator", [node], {"cluster_policy": None, "nvidia_drivers": ["a100", "h100"]})
-    assert got["gpu_operator_values"]["driver"]["nvidiaDriverCRD"] == {"enabled": True, "deployDefaultCR": False}
-    got = driver_mode.decide("operator", [node], {"cluster_policy": POLICIES[1], "nvidia_drivers": []})
-    assert got["gpu_operator_values"]["driver"]["nvidiaDriverCRD"] == {"enabled": False}
-
-
-def test_auto_with_every_node_managed_and_loaded_is_host_with_host_peermem_and_no_toolkit():
-    nodes = [make_node(n, ev("loaded", toolkit=True)) for n in ("gpu-b", "gpu-a")]
-    got = driver_mode.decide("auto", nodes, rdma=True, host_mofed=True)
-    assert (got["mode"], got["owner"], got["peermem"]) == ("host", "host", "host")
-    assert got["gpu_operator_values"] == {"driver": {"enabled": False, "nvidiaDriverCRD": {"enabled": False}},
-                                          "toolkit": {"enabled": False}}
-    assert [n["name"] for n in got["nodes"]] == ["gpu-a", "gpu-b"]
-    assert got["reason"] == "auto: every GPU node (2) has a host driver"
-
-
-def test_one_node_without_a_host_toolkit_keeps_the_operator_toolkit():
-    nodes = [make_node("gpu-a", ev("loaded", toolkit=True)), make_node("gpu-b", ev("loaded", toolkit=False))]
-    assert driver_mode.decide("host", nodes)["gpu_operator_values"]["toolkit"] == {"enabled": True}
-
-
-def test_nvidia_smi_alone_counts_as_a_host_driver():
-    host = facts("neither", False)
-    host["nvidia_smi"] = SMI
-    node = {"name": "gpu-a", "host": host, "labels": {}, "driver_pods": []}
-    assert driver_mode.classify(node)["host_driver"] is True
-    with pytest.raises(Refusal) as info:
-        driver_mode.decide("operator", [node])
-    assert "gpu-a: nvidia-smi at %s" % SMI in info.value.msg
-
-
-def test_every_driver_pod_is_named_in_sorted_order():
-    node = {"name": "gpu-a", "host": facts("packages", False), "labels": {},
-            "driver_pods": ["gpu-operator/nvidia-gpu-driver-ubuntu22.04-x", "gpu-operator/nvidia-driver-daemonset-y"]}
-    with pytest.raises(Refusal) as info:
-        driver_mode.decide("auto", [node])
-    assert ("operator driver pod gpu-operator/nvidia-driver-daemonset-y, operator driver pod "
-            "gpu-operator/nvidia-gpu-driver-ubuntu22.04-x") in info.value.msg
-
-
-def test_host_facts_summary_feeds_decide():
-    """The facts gpu_host_facts builds (host_facts.summarize) are what classify reads."""
-    summary = host_facts.summarize(
-        "gpu-a", {"0000:3b:00.0": {"vendor": "0x10de\n", "class": "0x030200\n", "device": "0x2330\n"}},
-        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.247.01  Sat Apr 26 00:45:16 UTC 2025\n",
-        "nvidia 56778752 2 nvidia_uvm, Live 0x0000000000000000 (POE)\n", {"nvidia-container-toolkit": "1.17.8-1"},
-        SMI)
-    got = driver_mode.classify({"name": "gpu-a", "host": summary, "labels": None, "driver_pods": []})
-    assert got["host_driver"] and got["managed"] and got["host_toolkit"] and not got["in_cluster"]
-    assert got["findings"] == ["driver 535.247.01 loaded (/proc/driver/nvidia/version)"]
-
-
-# ---------------------------------------------------------------- bugs these tests found (fixed)
-
-AKS_NOTE = ("cloud_driver=present says every GPU node's image ships the driver (e.g. an autoscaled AKS GPU pool "
-            "at zero nodes), but with no node seen yet it is ignored")
-
-
-def test_auto_without_nodes_follows_a_cloud_driver():
-    got = driver_mode.decide("auto", [], cloud_driver="present")
-    assert got["mode"] == "host" and got["owner"] == "cloud"
-    assert got["gpu_operator_values"]["driver"]["enabled"] is False
-
-
-def test_operator_without_nodes_refuses_a_cloud_driver():
-    with pytest.raises(Refusal):
-        driver_mode.decide("operator", [], cloud_driver="present")
-
-
-def test_host_without_nodes_turns_the_toolkit_off_for_a_cloud_driver():
-    got = driver_mode.decide("host", [], cloud_driver="present")
-    assert got["gpu_operator_values"]["toolkit"] == {"enabled": False}
-
-
-# ---------------------------------------------------------------- bad inputs
-
-BOTH_NODE = [make_node("gpu-a", ev("loaded", pod=True))]
-BAD = [
-    # (changes, field, words in the problem, words in the fix)
-    ({"mode": "Host"}, "mode", "'Host' is not a driver mode", "use host"),
-    ({"mode": "hybrid"}, "mode", "'hybrid' is not a driver mode", "auto"),
-    ({"mode": None}, "mode", "None is not a driver mode", "operator"),
-    ({"cloud_driver": "yes"}, "cloud_driver", "'yes' is not one of unknown, present, absent", "--gpu-driver none"),
-    ({"cloud_driver": None}, "cloud_driver", "None is not one of", "use present"),
-    ({"cloud_driver": True}, "cloud_driver", "True is not one of", "use present"),
-    ({"rdma": "true"}, "rdma", "'true' is not true or false", "set it to true or false"),
-    ({"rdma": 1}, "rdma", "1 is not true or false", "set it to true or false"),
-    ({"rdma": None}, "rdma", "None is not true or false", "set it to true or false"),
-    ({"rdma": True, "host_mofed": "yes"}, "host_mofed", "'yes' is not true or false", "set it to true or false"),
-    ({"host_mofed": 0}, "host_mofed", "0 is not true or false", "set it to true or false"),
-    ({"host_mofed": True}, "host_mofed", "is true but rdma is false", "enable rdma or drop host_mofed"),
-    ({"rdma": False, "host_mofed": True}, "host_mofed", "is true but rdma is false", "enable rdma"),
-]
-
-
-@pytest.mark.parametrize("changes, field, words, fix", BAD)
-def test_bad_input_names_the_field_and_the_fix(changes, field, words, fix):
-    args = {"mode": "auto", "cloud_driver": "unknown", "rdma": False, "host_mofed": False}
-    args.update(changes)
-    with pytest.raises(ParamError) as info:  # checked before any node (this one would be refused)
-        driver_mode.decide(args["mode"], BOTH_NODE, None, cloud_driver=args["cloud_driver"], rdma=args["rdma"],
-                           host_mofed=args["host_mofed"])
-    err = info.value
-    assert err.field == field and err.details == {"field": field}
-    assert str(err).startswith(field + ": ")
-    assert words in str(err)
-    dummy, fix_text = str(err).split(". Fix: ", 1)
-    assert fix in fix_text
-
-
-def test_check_inputs_accepts_every_valid_combination():
-    for mode, cloud, (rdma, mofed) in OUTER:
-        assert driver_mode.check_inputs(mode, cloud, rdma, mofed) is None

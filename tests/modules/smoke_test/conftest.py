@@ -1,0 +1,26 @@
+"""The fake cluster of the smoke_test module tests: the smoke namespace, Volcano's job controller and pods told
+what to do."""
+import pytest
+
+from tests.fakes.clock import FakeClock
+from tests.fakes.controllers import default_controllers
+from tests.fakes.crds import DEFAULT_CRD_DIR
+from tests.fakes.smoke import SimulatedVolcanoJobs, SmokePods
+from tests.modules.smoke_test.helpers import FIXTURE_CRDS, NS
+
+
+@pytest.fixture
+def cluster(fake_api_factory):
+    """A fake cluster with the smoke namespace, Volcano's job controller and pods told what to do."""
+    def make(outcomes, crd_dirs=(DEFAULT_CRD_DIR, FIXTURE_CRDS), namespace=True, rdma_nodes=2, gpus=8):
+        pods = SmokePods(outcomes)
+        api = fake_api_factory(clock=FakeClock(), require_namespaces=True, crd_dirs=list(crd_dirs),
+                               controllers=[SimulatedVolcanoJobs(), pods] + default_controllers())
+        if namespace:
+            api.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        for index in range(rdma_nodes):  # the nodes an nccl-tests run needs (nodes x gpus_per_node GPUs)
+            api.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "rdma-%d" % index},
+                              "status": {"allocatable": {"nvidia.com/gpu": str(gpus)}}})
+        api.clear_log()
+        return api
+    return make
