@@ -24,6 +24,7 @@ import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import monitoring, monitoring_metrics
 from tests.schema import crdschema
+from tests.unit.dashboard_checker import brackets_error
 
 NS = "gpu-operator"
 VALUES = crdschema.UPSTREAM_DIR / "gpu-operator" / "values.default.yaml"
@@ -37,25 +38,6 @@ GROUP_KEYS = {"name", "interval", "rules", "limit", "partial_response_strategy",
 RULE_KEYS = {"record", "alert", "expr", "for", "keep_firing_for", "labels", "annotations"}
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-PAIRS = {")": "(", "]": "[", "}": "{"}
-
-
-def _brackets_error(expr):
-    """A cheap PromQL check: brackets balance outside string literals."""
-    stack, quote = [], None
-    for char in expr:
-        if quote:
-            quote = None if char == quote else quote
-        elif char in "\"'`":
-            quote = char
-        elif char in "([{":
-            stack.append(char)
-        elif char in PAIRS:
-            if not stack or stack.pop() != PAIRS[char]:
-                return "unbalanced %r" % char
-    if quote or stack:
-        return "unclosed %r" % (quote or stack[-1])
-    return None
 
 
 def _string_map_errors(where, value, key_pattern):
@@ -91,7 +73,7 @@ def _rule_errors(where, rule):
     expr = rule.get("expr")
     if isinstance(expr, bool) or not isinstance(expr, (str, int)) or (isinstance(expr, str) and not expr.strip()):
         errors.append("%s.expr: required, a non-empty PromQL expression" % where)
-    elif isinstance(expr, str) and (problem := _brackets_error(expr)):
+    elif isinstance(expr, str) and (problem := brackets_error(expr)):
         errors.append("%s.expr: %s" % (where, problem))
     if "record" in kinds:
         errors += ["%s.%s: only valid for alerting rules" % (where, key)
