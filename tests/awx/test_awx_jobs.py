@@ -93,12 +93,21 @@ def pull_secret_password(cluster):
     return json.loads(base64.b64decode(secret["data"][".dockerconfigjson"]))["auths"]["nvcr.io"]
 
 
+def names(cluster, kind):
+    return set(kubectl(cluster, "get", kind, "-o", "name").stdout.split())
+
+
 @pytest.fixture(scope="module")
 def awx(local_cluster, awx_collections, tmp_path_factory):
+    # The session's cluster is shared: the tests after this module (tests/cluster) expect no CRD of the charts.
+    crds_before, namespaces_before = names(local_cluster, "crd"), names(local_cluster, "namespace")
     record = Awx(local_cluster, awx_collections, tmp_path_factory.mktemp("awx-jobs"))
     yield record
     kubectl(local_cluster, "delete", "clusterrolebinding", BINDING, "--ignore-not-found", check=False)
     kubectl(local_cluster, "delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false", check=False)
+    left = sorted(names(local_cluster, "crd") - crds_before) + sorted(names(local_cluster, "namespace") - namespaces_before)
+    if left:
+        kubectl(local_cluster, "delete", "--ignore-not-found", "--wait=true", "--timeout=100s", *left, check=False)
     REPORT.parent.mkdir(parents=True, exist_ok=True)
     REPORT.write_text(json.dumps({
         "runs": record.runs, "jobs": len(record.runs),
