@@ -80,6 +80,13 @@ def test_a_flux_path_outside_the_repository_is_refused_naming_the_variable(path)
     assert err.value.field == "gpu_platform_flux_path" and "starting with ./" in err.value.msg
 
 
+@pytest.mark.parametrize("root, path, expected", [
+    ("/srv/git/platform", None, "./platform"), ("build/platform/", "", "./platform"),
+    ("/srv/git/platform", "./clusters/prod/gpu", "./clusters/prod/gpu")])
+def test_the_flux_path_defaults_to_the_render_folders_name(root, path, expected):
+    assert bundle.flux_path(root, path) == expected
+
+
 @pytest.mark.parametrize("source", [{"name": ""}, {"kind": "HelmRepository", "name": "x"}, {"name": "x", "ref": "y"},
                                     "flux-system"])
 def test_a_bad_flux_source_is_refused_naming_the_variable(source):

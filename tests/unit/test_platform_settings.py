@@ -17,6 +17,16 @@ def test_gitops_and_the_driver_policy_are_checked_only_when_set():
     assert "gitops" not in platform_settings.check({"gitops": None})
 
 
+def test_the_gitops_path_defaults_from_the_render_folder():
+    # an empty path alone is refused (test_bundle); with the render folder it is ./<its name>
+    out = platform_settings.check({"gitops": {"format": "flux", "root": "/srv/git/gpu-platform", "path": ""}})
+    assert out["gitops"] == {"kustomization.yaml": {"apiVersion": "kustomize.config.k8s.io/v1beta1",
+                                                    "kind": "Kustomization", "resources": []}}
+    with pytest.raises(ParamError) as err:
+        platform_settings.check({"gitops": {"format": "flux", "root": "/srv/git/gpu-platform", "path": "gpu"}})
+    assert err.value.field == "gpu_platform_flux_path"
+
+
 def test_good_mirrors_come_back_checked():
     out = platform_settings.check({"mirrors": {"gpu_platform_image_mirrors": {"nvcr.io": " harbor.example.com/nvcr "}}})
     assert out["mirrors"] == {"gpu_platform_image_mirrors": {"nvcr.io": "harbor.example.com/nvcr"}}

@@ -14,6 +14,8 @@ resources whose CRD arrives in an earlier wave, ``SkipDryRunOnMissingResource=tr
 
 from __future__ import annotations
 
+import posixpath
+
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.names import MANAGED_BY
 
@@ -83,6 +85,14 @@ def waves(present):
     for unit in deps:  # UNITS is in dependency order
         out[unit] = 1 + max([out[d] for d in deps[unit]] or [-1])
     return out
+
+
+def flux_path(root, path=None):
+    """The bundle's folder inside the Git repository: ``path`` (gpu_platform_flux_path) when given, else
+    ``./<the render folder's name>`` (docs/gitops.md)."""
+    if path:
+        return path
+    return "./" + posixpath.basename(posixpath.normpath(str(root or "").replace("\\", "/")))
 
 
 def _check_path(path):

@@ -14,7 +14,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import
 
 
 def check(settings):
-    """What each check returned, by name, for ``settings``: ``gitops`` ({format, path, source} or None),
+    """What each check returned, by name, for ``settings``: ``gitops`` ({format, root, path, source} or None; the path defaults from the root),
     ``mirrors``, ``charts``, ``pins`` with ``allow_image_overrides``, ``driver_upgrade_policy`` (None when
     unset) and ``defined`` (the variable names the inventory defines: a name renamed into the platform contract is
     refused, see contract.py); each may be left out."""
@@ -26,8 +26,8 @@ def check(settings):
     }
     gitops = settings.get("gitops")
     if gitops:
-        checks["gitops"] = lambda: bundle.layout([], gitops.get("format") or "flux", gitops.get("path"),
-                                                 gitops.get("source") or None)
+        path = bundle.flux_path(gitops.get("root"), gitops.get("path"))
+        checks["gitops"] = lambda: bundle.layout([], gitops.get("format") or "flux", path, gitops.get("source") or None)
     if settings.get("driver_upgrade_policy") is not None:
         checks["driver_upgrade_policy"] = lambda: driver_upgrade.check_policy(settings["driver_upgrade_policy"])
     if settings.get("defined") is not None:

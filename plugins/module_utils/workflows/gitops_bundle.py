@@ -24,7 +24,7 @@ OPTIONS = {"gpu_platform_flux_path": "flux_path", "gpu_platform_flux_source": "f
 def run(params, check_mode=False):
     """The gitops_bundle module: write the kustomizations that apply the bundle's units in the platform's order."""
     root = params["render_to"]
-    path = params.get("flux_path") or "./" + os.path.basename(os.path.normpath(root))
+    path = bundle.flux_path(root, params.get("flux_path"))
     try:
         tree = bundle.layout(render.unit_manifests(root), params.get("render_format") or "flux", path,
                              params.get("flux_source") or None)
