@@ -189,8 +189,12 @@ class SimulatedDevicePlugin(Controller):
                 self.template = template
                 cm = self.store.get("v1", "ConfigMap", self.config_map, event.namespace)
                 self.loaded = (cm or {}).get("data") or {}
-        for node in self.store.list("v1", "Node"):
-            self._advertise(node)
+            for node in self.store.list("v1", "Node"):
+                self._advertise(node)
+        elif event.type != "DELETED":  # a node's own change (its labels) concerns that node alone
+            node = self.store.get("v1", "Node", event.name)
+            if node is not None:
+                self._advertise(node)
 
     def _advertise(self, node):
         labels = node["metadata"].get("labels") or {}

@@ -106,6 +106,11 @@ class DaemonSetController(Controller):
                 if daemonset is not None:
                     self._sync(daemonset)
         elif event.kind == "Node":
+            # A node's status changes (most events at 1,000 nodes) change no DaemonSet's counts: only its labels,
+            # its arrival and its removal do.
+            if event.type == "MODIFIED" and event.old is not None and \
+                    event.old["metadata"].get("labels") == event.obj["metadata"].get("labels"):
+                return
             for daemonset in self.store.list("apps/v1", "DaemonSet"):
                 self._sync(daemonset)
         elif event.type != "DELETED":
@@ -117,8 +122,7 @@ class DaemonSetController(Controller):
         template = _template(daemonset)
         selector = LabelSelector.from_spec(
             {"matchLabels": (template.get("spec") or {}).get("nodeSelector") or {}})
-        desired = sum(1 for node in self.store.list("v1", "Node")
-                      if selector.matches(node["metadata"].get("labels")))
+        desired = self.store.count("v1", "Node", lambda node: selector.matches(node["metadata"].get("labels")))
         ready = 0 if never_ready(template) else desired
         updated = desired
         if ((daemonset.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete":
