@@ -20,6 +20,9 @@ description:
     for one label, or a selector that picks no node (unless O(require_match=false)), fails before any write and is
     named.
   - The result names the nodes each selector picked, so a role needs no separate node read.
+  - With O(render_to) no cluster is contacted. The entries are written into that folder as a C(NodeLabelPatchList)
+    file, C(<render_name>-node-labels.yaml), for C(kubectl label) (see C(docs/gitops.md)); it is written only when
+    its text changes.
 author:
   - gpu_platform maintainers (@gpu-platform)
 extends_documentation_fragment:
@@ -29,10 +32,12 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    description: Each write goes through server-side dry-run; the result says which nodes would change.
+    description: Each write goes through server-side dry-run; the result says which nodes would change. With
+      O(render_to), nothing is written.
   diff_mode:
     support: full
-    description: Each changed node's labels before and after (only the labels this task sets).
+    description: Each changed node's labels before and after (only the labels this task sets); with O(render_to),
+      the file's text.
 options:
   nodes:
     description: Which nodes get which labels.
@@ -55,10 +60,16 @@ options:
     description: A selector that picks no node fails the task, naming it, before any write.
     type: bool
     default: true
+  render_to:
+    description: Write the entries into this folder (a unit of the GitOps bundle) instead of labelling nodes.
+    type: path
+  render_name:
+    description: With O(render_to), the file's name before C(-node-labels.yaml), for example the unit's name.
+    type: str
 notes:
   - Labels are only ever added or changed, never removed.
 requirements:
-  - kubernetes (Python library)
+  - kubernetes (Python library; not needed with O(render_to))
 """
 
 EXAMPLES = r"""
@@ -81,6 +92,15 @@ EXAMPLES = r"""
         selector: nodepool=training
         labels: {nvidia.com/device-plugin.config: default}
     require_match: false
+
+- name: The same labels for GitOps, as gpu-sharing/gpu-sharing-node-labels.yaml in the bundle
+  gpu_platform.cluster.node_labels:
+    nodes:
+      - name: inference
+        selector: nodepool=inference
+        labels: {nvidia.com/device-plugin.config: inference}
+    render_to: "{{ playbook_dir }}/build/platform/gpu-sharing"
+    render_name: gpu-sharing
 """
 
 RETURN = r"""
@@ -95,6 +115,11 @@ changed_nodes:
   returned: success
   type: list
   elements: str
+rendered:
+  description: With O(render_to), the folder, the file and whether it was (or would be) written.
+  returned: with O(render_to)
+  type: dict
+  sample: {"directory": "build/platform/gpu-sharing", "files": ["gpu-sharing-node-labels.yaml"], "changed_files": []}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -112,6 +137,8 @@ ARGUMENT_SPEC = shared.combine(
         "name": {"type": "str"},
     }},
     require_match={"type": "bool", "default": True},
+    render_to={"type": "path"},
+    render_name={"type": "str"},
 )
 
 

@@ -3,11 +3,15 @@ check and diff mode; refusals before any write."""
 from __future__ import annotations
 
 import pytest
+import yaml
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_labels as node_labels_domain
 
 from tests.fakes.gpu_operator import gpu_node
 from tests.modules.harness import run_module
 
 DRA = {"nvidia.com/dra-kubelet-plugin": "true", "nvidia.com/gpu.deploy.device-plugin": "false"}
+KEY, MIG = "nvidia.com/device-plugin.config", "nvidia.com/mig.config"
 
 
 @pytest.fixture
@@ -107,12 +111,42 @@ def test_an_empty_pool_is_allowed_when_asked(api):
     assert not failed and result["changed"] is False and result["selected"][0]["nodes"] == []
 
 
-def test_every_example_runs_on_the_fake_cluster(api):
-    import yaml
+def test_every_example_runs_on_the_fake_cluster(api, tmp_path):
     from ansible_collections.gpu_platform.cluster.plugins.modules import node_labels
     tasks = yaml.safe_load(node_labels.EXAMPLES)
-    assert len(tasks) == 2
+    assert len(tasks) == 3
     for task in tasks:
-        failed, result = run(api, **task["gpu_platform.cluster.node_labels"])
+        params = dict(task["gpu_platform.cluster.node_labels"])
+        if "render_to" in params:
+            params["render_to"] = params["render_to"].replace("{{ playbook_dir }}", str(tmp_path))
+        failed, result = run(api, **params)
         assert not failed, (task["name"], result.get("msg"))
-        assert result["changed"] and result["changed_nodes"], task["name"]
+        assert result["changed"], task["name"]
+        assert result["changed_nodes"] or result["rendered"]["changed_files"], task["name"]
+    assert (tmp_path / "build" / "platform" / "gpu-sharing" / "gpu-sharing-node-labels.yaml").is_file()
+
+
+def test_render_to_writes_the_patch_list_kubectl_label_reads_and_never_asks_the_cluster(api, tmp_path):
+    unit = tmp_path / "platform" / "gpu-sharing"
+    nodes = [{"name": "inference", "selector": "nodepool=inference", "labels": {KEY: "inference"}},
+             {"name": "inference MIG layout", "selector": "nodepool=inference", "labels": {MIG: "all-1g.10gb"}}]
+    failed, first = run(api, check_mode=True, diff=True, nodes=nodes, render_to=str(unit), render_name="gpu-sharing")
+    assert not failed, first.get("msg")
+    assert first["changed"] and not unit.exists() and "NodeLabelPatchList" in first["diff"][0]["after"]
+    failed, first = run(api, nodes=nodes, render_to=str(unit), render_name="gpu-sharing")
+    assert not failed and first["rendered"]["changed_files"] == ["gpu-sharing-node-labels.yaml"]
+    # what node_label_patches (playbooks/node_labels.py) reads back is what was asked for
+    read = node_labels_domain.from_patch_lists(
+        [("gpu-sharing/gpu-sharing-node-labels.yaml",
+          list(yaml.safe_load_all((unit / "gpu-sharing-node-labels.yaml").read_text())))])
+    assert [(e["selector"], e["labels"]) for e in read] == [(n["selector"], n["labels"]) for n in nodes]
+    failed, again = run(api, nodes=nodes, render_to=str(unit), render_name="gpu-sharing")
+    assert not failed and again["changed"] is False and again["rendered"]["changed_files"] == []
+    assert api.request_log == [] and all(labels(api, "gpu-node-3").get(k) is None for k in (KEY, MIG))
+
+
+@pytest.mark.parametrize("name", [None, "", "../x", "a/b"])
+def test_render_to_without_a_usable_file_name_is_refused_naming_render_name(api, tmp_path, name):
+    failed, result = run(api, render_to=str(tmp_path / "unit"), render_name=name)
+    assert failed and "render_name" in result["msg"] and "Fix:" in result["msg"]
+    assert not (tmp_path / "unit").exists()

@@ -39,8 +39,9 @@ def test_the_plan_of_time_sliced_whole_and_mig_pools():
     assert [e["selector"] for e in out["node_labels"]] == [r["selector"] for r in out["label_requests"]]
     assert out["mig_pools"] == [{"name": "mig", "profile": "all-1g.10gb", "strategy": "single",
                                  "selector": "nodepool=mig"}]
-    assert out["label_patches"] == [{"selector": r["selector"], "labels": r["labels"]} for r in out["label_requests"]] \
-        + [{"selector": "nodepool=mig", "labels": {"nvidia.com/mig.config": "all-1g.10gb"}}]
+    # the node_labels module's entries for the bundle: a MIG pool's layout is a second entry for its selector
+    assert out["label_patches"] == out["label_requests"] + [
+        {"name": "mig MIG layout", "selector": "nodepool=mig", "labels": {"nvidia.com/mig.config": "all-1g.10gb"}}]
     assert out["device_plugin_config"] == {"name": "time-slicing-config", "default": "default"}
     assert out["expected_per_gpu"] == {"inference": {"nvidia.com/gpu": 4}, "training": {"nvidia.com/gpu": 1}}
     assert out["mig_strategy"] == "single" and out["warnings"] == sharing.warnings(checked)

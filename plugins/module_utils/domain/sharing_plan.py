@@ -50,8 +50,10 @@ def plan(pools, name=sharing.DEFAULT_CONFIG_MAP, namespace=sharing.DEFAULT_NAMES
         "mig_config_map": mig_map,
         "mig_manager_values": mig_custom.chart_values(custom, mig_config_map_name),
         # For GitOps: the node labels to apply, per selector (device-plugin config, and the MIG layout).
-        "label_patches": [{"selector": e["selector"], "labels": e["labels"]} for e in node_labels]
-        + [{"selector": m["selector"], "labels": {MIG_CONFIG_LABEL: m["profile"]}} for m in mig_pools],
+        # (the node_labels module's entries with render_to; named, as one pool may have two patches)
+        "label_patches": [{"name": e["pool"], "selector": e["selector"], "labels": e["labels"]} for e in node_labels]
+        + [{"name": m["name"] + " MIG layout", "selector": m["selector"], "labels": {MIG_CONFIG_LABEL: m["profile"]}}
+           for m in mig_pools],
         "expected_per_gpu": {p.name: sharing.expected_allocatable(p, 1) for p in checked if p.sharing != sharing.MIG},
     }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import render as render_adapter
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube_wait import WaitTimeout, wait_for
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig, mig_rollout, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig, mig_rollout, node_labels, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError
 
 DISABLED = "all-disabled"
@@ -112,7 +112,7 @@ def run_render(params, check_mode):
                          "list the node names in nodes when rendering")
     patches = [{"node": name, "labels": {mig_rollout.CONFIG: params["profile"]}} for name in sorted(params["nodes"])]
     files = {"mig-profile-%s-node-labels.yaml" % params["profile"]: render_adapter.to_yaml(
-        {"kind": "NodeLabelPatchList", "patches": patches}, "mig_profile (apply with kubectl label)")}
+        {"kind": node_labels.PATCH_LIST, "patches": patches}, "mig_profile (apply with kubectl label)")}
     config_map = _config_map(params)
     if config_map:
         files["configmap-%s-%s.yaml" % (config_map["metadata"]["namespace"], config_map["metadata"]["name"])] = \

@@ -10,6 +10,7 @@ node whose labels differ; nodes that already carry the labels cost no request.
 
 from __future__ import annotations
 
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import render
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_labels as domain
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects as domain_objects
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
@@ -18,6 +19,8 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import
 def run(params, kube_factory, check_mode=False):
     """The node_labels module: label the nodes each selector picks, writing only the nodes that differ."""
     requests = domain.check_requests(params.get("nodes"))
+    if params.get("render_to"):
+        return run_render(params, requests, check_mode)
     kube = kube_factory()
     selected = [kube.list("v1", "Node", label_selector=request.selector) for request in requests]
     report, changes = domain.plan(requests, selected)
@@ -38,3 +41,17 @@ def run(params, kube_factory, check_mode=False):
                   "after": "".join("%s: %s\n" % (k, labels[k]) for k in sorted(labels))}
                  for name, labels, before in changes],
     }
+
+
+def run_render(params, requests, check_mode):
+    """With render_to: the requests as a NodeLabelPatchList file in the bundle, for kubectl label; no cluster read."""
+    name = params.get("render_name")
+    if not name or "/" in name or name.startswith("."):
+        raise ParamError("render_name", "%r cannot name the file with render_to" % (name,),
+                         "give the unit's name, e.g. gpu-sharing (the file is <render_name>-node-labels.yaml)")
+    file_name = "%s-node-labels.yaml" % name
+    files = {file_name: render.to_yaml(domain.patch_list(requests), "%s (apply with kubectl label)" % name)}
+    changed, diffs = render.write_files(params["render_to"], files, check_mode)
+    return {"changed": bool(changed), "diff": diffs, "selected": [],
+            "changed_nodes": [], "rendered": {"directory": params["render_to"], "files": [file_name],
+                                              "changed_files": changed}}
