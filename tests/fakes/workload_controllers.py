@@ -127,11 +127,10 @@ class DaemonSetController(Controller):
         updated = desired
         if ((daemonset.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete":
             meta = daemonset["metadata"]
-            pods = [p for p in self.store.list("v1", "Pod", meta.get("namespace")) if controlled_by(p, meta["uid"])]
-            if pods:
-                generation = str(meta["generation"])
-                updated = min(desired, sum(1 for p in pods if (p["metadata"].get("labels") or {}).get(
-                    "pod-template-generation") == generation))
+            namespace, generation = meta.get("namespace"), str(meta["generation"])
+            if self.store.count("v1", "Pod", lambda p: controlled_by(p, meta["uid"]), namespace):
+                updated = min(desired, self.store.count("v1", "Pod", lambda p: controlled_by(p, meta["uid"]) and (
+                    p["metadata"].get("labels") or {}).get("pod-template-generation") == generation, namespace))
         status = {"currentNumberScheduled": desired, "desiredNumberScheduled": desired,
                   "numberMisscheduled": 0, "numberReady": ready, "numberAvailable": ready,
                   "updatedNumberScheduled": updated,
