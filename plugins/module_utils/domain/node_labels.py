@@ -98,6 +98,8 @@ def patch_list(requests):
     """The NodeLabelPatchList a GitOps bundle carries for ``requests`` (from check_requests): one patch per request,
     applied with ``kubectl label`` (docs/gitops.md), and read back by from_patch_lists."""
     return {"kind": PATCH_LIST, "patches": [{"selector": r.selector, "labels": dict(r.labels)} for r in requests]}
+
+
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
