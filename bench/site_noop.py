@@ -5,9 +5,10 @@ time-sliced pool, half in a MIG pool; simulated GPU Operator, Network Operator, 
 smoke pods), a loopback chart repository with the platform's fixture charts, and runs ``site.yml`` in direct
 mode twice with every layer on (network RDMA, GPU Operator, sharing, DRA, Volcano + Kueue, monitoring).
 For the second run, which must be a no-op, it prints: wall time, changed count, API requests by verb (discovery,
-gets, lists, watches, writes), helm processes, and the same inventory's Ansible floor (one play over every host
-with the same facts settings and no tasks). Smoke tests are off by default: they create and remove their pods
-on every run by design (``--smoke`` turns them on). ``--render`` adds the offline ``make demo`` no-op.
+gets, lists, watches, writes), helm processes, the same inventory's Ansible floor (one play over every host
+with the same facts settings and no tasks), and what as many trivial tasks (a constant set_fact each) as the no-op
+ran and skipped cost Ansible alone: the part of the no-op that only fewer tasks can remove. Smoke tests are off by
+default: they create and remove their pods on every run by design (``--smoke`` turns them on). ``--render`` adds the offline ``make demo`` no-op.
 
 A benchmark, not a test: it asserts nothing about time. It stops if the second run is not a no-op, because then
 the numbers would not mean what the table says.
@@ -108,9 +109,13 @@ def direct_vars(api, repo, smoke):
     return local
 
 
-def floor_play(directory):
-    path = Path(directory) / "floor.yml"
-    path.write_text(yaml.safe_dump([{"name": "floor", "hosts": "all", "gather_facts": False, "tasks": []}]))
+def floor_play(directory, tasks=0):
+    """The empty play over the inventory; with ``tasks``, that many of the cheapest real task (a constant set_fact),
+    what Ansible alone costs for as many tasks as the no-op runs."""
+    path = Path(directory) / ("floor-%d.yml" % tasks)
+    trivial = [{"name": "trivial %d" % n, "ansible.builtin.set_fact": {"bench_trivial": n}} for n in range(tasks)]
+    path.write_text(yaml.safe_dump([{"name": "floor", "hosts": "k8s_api[0]" if tasks else "all",
+                                     "gather_facts": False, "tasks": trivial}]))
     return path
 
 
@@ -161,19 +166,21 @@ CONTROLLER_ONLY = {"set_fact", "debug", "assert", "fail", "validate_argument_spe
 
 
 def task_counts(output):
-    """(tasks that ran, module runs): each module run, a loop's item included, is a Python process of its own."""
-    ran = modules = 0
+    """(tasks that ran, module runs, tasks skipped): each module run, a loop's item included, is a Python process of
+    its own; a skipped task still costs Ansible a worker."""
+    ran = modules = skipped = 0
     for play in json.loads(output)["plays"]:
         for task in play["tasks"]:
             for res in task["hosts"].values():
                 if res.get("skipped"):
+                    skipped += 1
                     continue
                 ran += 1
                 action = (res.get("action") or "").rsplit(".", 1)[-1]
                 if action not in CONTROLLER_ONLY:
                     items = [item for item in res.get("results") or [] if not item.get("skipped")]
                     modules += len(items) if "results" in res else 1
-    return ran, modules
+    return ran, modules, skipped
 
 
 def slowest_tasks(output, count):
@@ -246,12 +253,14 @@ def measure_direct(nodes, runs, smoke, charts, show_writes=False, slowest=0):
                             print("  %d nodes, no-op write: %s %s %s -> %s" % (
                                 nodes, entry["method"], entry["path"], entry["query"], entry["code"]))
             floor = statistics.median(run(floor_play(tmp), inv, env)[0] for dummy in range(runs))
+            count = samples[-1][3][0] + samples[-1][3][2]
+            trivial = statistics.median(run(floor_play(tmp, count), inv, env)[0] for dummy in range(runs))
         finally:
             api.stop()
             repo.stop()
     return {"nodes": nodes, "first": first, "first_changed": first_changed,
             "noop": statistics.median(s[0] for s in samples), "requests": samples[-1][1],
-            "helm": samples[-1][2], "tasks": samples[-1][3], "floor": floor}
+            "helm": samples[-1][2], "tasks": samples[-1][3], "floor": floor, "trivial": trivial}
 
 
 def measure_render(runs):
@@ -286,9 +295,9 @@ def main():
     args = parser.parse_args()
     print("site.yml direct mode, second run (no-op), median of %d; smoke tests %s" % (
         args.runs, "on" if args.smoke else "off"))
-    print("| nodes | first run | no-op | floor | no-op/floor | changed | tasks run (module runs) | discovery | gets "
-          "| lists | watches | writes | helm processes |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("| nodes | first run | no-op | floor | no-op/floor | as many trivial tasks (their /floor) | changed "
+          "| tasks run + skipped (module runs) | discovery | gets | lists | watches | writes | helm processes |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     with tempfile.TemporaryDirectory(prefix="site-noop-charts-") as charts_dir:
         cache = ChartCache(charts_dir)
         charts = [cache.get(FIXTURE_CHARTS_DIR / name, version=version) for name, version in CHARTS]
@@ -296,10 +305,12 @@ def main():
             row = measure_direct(nodes, args.runs, args.smoke, charts, args.show_writes, args.slowest)
             req = row["requests"]
             helm = ", ".join("%s %d" % item for item in sorted(row["helm"].items())) or "0"
-            print("| %d | %.1f s | %.1f s | %.1f s | %.2fx | 0 | %d (%d) | %d | %d | %d | %d | %d | %d (%s) |" % (
-                row["nodes"], row["first"], row["noop"], row["floor"], row["noop"] / row["floor"],
-                row["tasks"][0], row["tasks"][1], req["discovery"], req["get"], req["list"], req["watch"],
-                req["write"], sum(row["helm"].values()), helm), flush=True)
+            print("| %d | %.1f s | %.1f s | %.1f s | %.2fx | %.1f s (%.2fx) | 0 | %d + %d (%d) | %d | %d | %d | %d | %d "
+                  "| %d (%s) |" % (
+                      row["nodes"], row["first"], row["noop"], row["floor"], row["noop"] / row["floor"],
+                      row["trivial"], row["trivial"] / row["floor"], row["tasks"][0], row["tasks"][2],
+                      row["tasks"][1], req["discovery"], req["get"], req["list"], req["watch"],
+                      req["write"], sum(row["helm"].values()), helm), flush=True)
     if args.render:
         render = measure_render(args.runs)
         print("\nsite.yml render mode (make demo), second run: %.1f s, floor %.1f s, %.2fx, helm processes %d" % (
