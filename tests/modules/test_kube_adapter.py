@@ -88,6 +88,15 @@ def test_api_error_carries_the_status_message(client, fake_api):
     assert err.value.details["status"] == 409
 
 
+def test_the_version_is_the_servers_now_not_the_discovery_caches(fake_api):
+    # The kubernetes library caches discovery, the version included, in a file named after the server's URL. A
+    # cluster upgraded since (or another server on the same address) must not be checked against the old version.
+    fake_api.git_version = "v1.33.5"
+    assert kube.KubeClient(kubeconfig=fake_api.kubeconfig).version()["gitVersion"] == "v1.33.5"
+    fake_api.git_version = "v1.34.2"
+    assert kube.KubeClient(kubeconfig=fake_api.kubeconfig).version()["gitVersion"] == "v1.34.2"
+
+
 def test_unreadable_kubeconfig_names_the_fix(tmp_path):
     with pytest.raises(ToolError, match="could not load the kubeconfig .*Fix: set kubeconfig or K8S_AUTH_KUBECONFIG"):
         kube.KubeClient(kubeconfig=str(tmp_path / "missing"))

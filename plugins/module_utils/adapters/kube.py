@@ -154,9 +154,17 @@ class KubeClient:
             raise ToolError("get %s %s failed: %s %s" % (kind, name, exc.status, _api_message(exc)), status=exc.status)
 
     def version(self):
-        """The API server's /version document (gitVersion, major, minor, platform ...), from discovery."""
+        """The API server's /version document (gitVersion, major, minor, platform ...), read from the server.
+
+        Not from the library's discovery cache: that file (in the temporary folder, keyed by the server's URL) keeps
+        the version it first saw, so a cluster upgraded since, or another server on the same address, would be
+        checked against a version it no longer runs."""
         with self._transport("read the server's version"):
-            return dict((self._dyn.version or {}).get("kubernetes") or {})
+            try:
+                return dict(self._dyn.request("get", "/version", serializer=lambda dummy, data: data) or {})
+            except self._exceptions.DynamicApiError as exc:
+                raise ToolError("read the server's version failed: %s %s" % (exc.status, _api_message(exc)),
+                                status=exc.status)
 
     def list(self, api_version, kind, namespace=None, label_selector=None, field_selector=None):
         res = self.resource(api_version, kind)
