@@ -107,6 +107,9 @@ def test_the_demo_bundle_has_every_layer(render_site, shared_dir):
     choices = demo_choices()
     result = runner.run(**choices)
     assert result.failed == 0, result.failure_messages()
+    summary = result.result("What was written and which versions are pinned")["msg"]
+    assert summary[1] == ("Rendered: the network_operator, gpu_operator, gpu_sharing, dra_driver, scheduling and "
+                          "monitoring layers."), summary
     files = bundle(out)
     kinds = {doc["kind"] for doc in files.values() if isinstance(doc, dict) and "kind" in doc}
     assert {"ResourceFlavor", "ClusterQueue", "LocalQueue", "Queue", "ServiceMonitor", "PrometheusRule",
