@@ -287,8 +287,9 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):
         else:
             result = manifests.render(render_objects(params, objects), params["render_to"],
                                       params.get("source") or "smoke_tests", "present", check_mode)
-        result["smoke"] = _result(params, objects, None, "", skipped_reason="render mode: written to %s, not run"
-                                  % params["render_to"] if objects else "render mode: no cluster to read")
+        reason = ("render mode: written to %s, not run" % params["render_to"]) if objects else \
+            "render mode: the allocatable check reads the nodes, which a bundle cannot"
+        result["smoke"] = _result(params, objects, None, "", skipped_reason=reason)
         return result
     kube = kube_factory()
     if params["check"] == ALLOCATABLE:

@@ -81,7 +81,8 @@ def test_render_of_allocatable_writes_nothing(tmp_path):
     failed, result = run_module("smoke_test", {"check": "allocatable", "expected_per_gpu": {"nvidia.com/gpu": 4},
                                                "render_to": str(out)})
     assert not failed and not result["changed"] and not out.exists()
-    assert result["smoke"]["skipped_reason"] == "render mode: no cluster to read"
+    assert result["smoke"]["skipped_reason"] == \
+        "render mode: the allocatable check reads the nodes, which a bundle cannot"
 
 
 # ---------------------------------------------------------------- bad inputs
