@@ -34,6 +34,17 @@ attributes:
       helm, for M(gpu_platform.cluster.helm_pinned_release)).
 """
 
+    # The modules that write files of a GitOps bundle on the controller (gitops_bundle, bundle_files).
+    FILES = r"""
+attributes:
+  check_mode:
+    support: full
+    description: Nothing is written; RV(changed_files) says what would be.
+  diff_mode:
+    support: full
+    description: Each changed file's text before and after.
+"""
+
     # The host-facing modules: they run on the GPU host like any module.
     HOST = r"""
 attributes:

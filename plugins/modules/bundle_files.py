@@ -26,13 +26,7 @@ author:
 extends_documentation_fragment:
   - gpu_platform.cluster.attributes
   - gpu_platform.cluster.attributes.controller
-attributes:
-  check_mode:
-    support: full
-    description: Nothing is written; RV(changed_files) says what would be.
-  diff_mode:
-    support: full
-    description: Each changed file's text before and after.
+  - gpu_platform.cluster.attributes.files
 options:
   dest:
     description: The folder the files go into.

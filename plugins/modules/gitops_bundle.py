@@ -24,13 +24,7 @@ author:
 extends_documentation_fragment:
   - gpu_platform.cluster.attributes
   - gpu_platform.cluster.attributes.controller
-attributes:
-  check_mode:
-    support: full
-    description: Nothing is written; RV(changed_files) says what would be.
-  diff_mode:
-    support: full
-    description: Each changed file's text before and after.
+  - gpu_platform.cluster.attributes.files
 options:
   render_to:
     description: The bundle's folder, as the layers' O(render_to) wrote it.
