@@ -33,11 +33,11 @@ class StorePythonApi:
         obj_filter = ObjectFilter(namespace, label_selector, field_selector)
         return copy.deepcopy(self.list_objects(rtype, obj_filter)[0])
 
-    def count(self, api_version, kind, predicate, namespace=None):
-        """How many objects of a kind ``predicate(obj)`` holds for; read in place, nothing copied (controllers count
-        nodes on every event)."""
+    def select(self, api_version, kind, predicate, namespace=None):
+        """The stored objects of a kind ``predicate(obj)`` holds for, read in place and not copied: for controllers
+        that only read them on every event (counting nodes or pods); never modify them."""
         rtype = self.resource(api_version, kind)
-        return sum(1 for obj in self.list_objects(rtype, ObjectFilter(namespace, "", ""))[0] if predicate(obj))
+        return [obj for obj in self.list_objects(rtype, ObjectFilter(namespace, "", ""))[0] if predicate(obj)]
 
     def create(self, obj):
         rtype = self.resource(obj.get("apiVersion"), obj.get("kind"))

@@ -122,15 +122,16 @@ class DaemonSetController(Controller):
         template = _template(daemonset)
         selector = LabelSelector.from_spec(
             {"matchLabels": (template.get("spec") or {}).get("nodeSelector") or {}})
-        desired = self.store.count("v1", "Node", lambda node: selector.matches(node["metadata"].get("labels")))
+        desired = len(self.store.select("v1", "Node", lambda node: selector.matches(node["metadata"].get("labels"))))
         ready = 0 if never_ready(template) else desired
         updated = desired
         if ((daemonset.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete":
             meta = daemonset["metadata"]
-            namespace, generation = meta.get("namespace"), str(meta["generation"])
-            if self.store.count("v1", "Pod", lambda p: controlled_by(p, meta["uid"]), namespace):
-                updated = min(desired, self.store.count("v1", "Pod", lambda p: controlled_by(p, meta["uid"]) and (
-                    p["metadata"].get("labels") or {}).get("pod-template-generation") == generation, namespace))
+            pods = self.store.select("v1", "Pod", lambda p: controlled_by(p, meta["uid"]), meta.get("namespace"))
+            if pods:
+                generation = str(meta["generation"])
+                updated = min(desired, sum(1 for p in pods if (p["metadata"].get("labels") or {}).get(
+                    "pod-template-generation") == generation))
         status = {"currentNumberScheduled": desired, "desiredNumberScheduled": desired,
                   "numberMisscheduled": 0, "numberReady": ready, "numberAvailable": ready,
                   "updatedNumberScheduled": updated,
