@@ -102,3 +102,52 @@ def test_cluster_plays_run_once_whatever_the_size_of_k8s_api():
             assert hosts in ("k8s_api[0]", "gpu_hosts"), (path.name, play["name"], hosts)
             cluster_plays += hosts == "k8s_api[0]"
     assert cluster_plays >= 15
+
+
+DECIDE_TWICE = """
+- name: The driver decision, made again only when its inputs changed
+  hosts: k8s_api[0]
+  gather_facts: false
+  tasks:
+    - name: The contract
+      ansible.builtin.import_role:
+        name: gpu_platform.cluster.gpu_platform
+        tasks_from: variables
+    - name: Nothing decided yet
+      ansible.builtin.assert:
+        that: gpu_platform_driver_decision_stale | bool
+    - name: Decide
+      ansible.builtin.include_role:
+        name: gpu_platform.cluster.gpu_platform
+        tasks_from: driver_mode
+    - name: Stale after the decision from the same inputs?
+      ansible.builtin.set_fact:
+        stale_after_deciding: "{{ gpu_platform_driver_decision_stale | bool }}"
+    - name: Another input (what a host layer's new evidence does)
+      ansible.builtin.set_fact:
+        gpu_platform_driver_mode: host
+    - name: Stale after the change?
+      ansible.builtin.set_fact:
+        stale_after_change: "{{ gpu_platform_driver_decision_stale | bool }}"
+    - name: Decide again
+      ansible.builtin.include_role:
+        name: gpu_platform.cluster.gpu_platform
+        tasks_from: driver_mode
+    - name: What was decided
+      ansible.builtin.debug:
+        msg: "{{ {'mode': gpu_platform_driver_decision.mode, 'stale': gpu_platform_driver_decision_stale | bool} }}"
+"""
+
+
+def test_the_driver_decision_is_stale_only_until_made_from_the_same_inputs(render_site, tmp_path):
+    """gpu_platform_driver_decision_stale: the GPU Operator layer includes the decision again only when it is true
+    (site.yml's no-op pays one skipped task for it), so it must turn true when an input changes."""
+    runner, out = render_site
+    playbook = tmp_path / "decide.yml"
+    playbook.write_text(DECIDE_TWICE)
+    result = runner.run(playbook=str(playbook))
+    assert result.failed == 0, result.failure_messages()
+    facts = {name: res.get("ansible_facts", {}) for name, res in result.tasks()}
+    assert facts["Stale after the decision from the same inputs?"] == {"stale_after_deciding": False}
+    assert facts["Stale after the change?"] == {"stale_after_change": True}
+    assert result.result("What was decided")["msg"] == {"mode": "host", "stale": False}

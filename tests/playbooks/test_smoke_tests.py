@@ -58,7 +58,7 @@ def test_a_failed_layer_stops_site_before_the_next_layer(direct_site):
     assert "started 120 s apart" in msg and "gpu-platform-smoke-gang-member-0 started 2025-01-01T00:00:00" in msg
     names = [task for task, dummy in result.tasks()]
     assert not any("monitoring" in name.lower() for name in names[names.index(
-        next(n for n in names if n.endswith("Stop at the first layer whose test failed"))):]), "nothing ran after it"
+        next(n for n in names if n.endswith("Stop when a test could not run, or at the first layer whose test failed"))):]), "nothing ran after it"
     assert smoke_left(api) == []
 
 
@@ -92,3 +92,16 @@ def test_smoke_settings_are_checked_before_any_write(direct_site):
     assert any("smoke_tests_image: 'nvcr.io/nvidia/cuda:latest' uses the tag latest" in m and "Fix: " in m
                for m in result.failure_messages()), result.failure_messages()
     assert api.writes() == []
+
+
+def test_a_test_that_could_not_run_stops_the_run_even_where_failures_are_judged_at_the_end(direct_site):
+    # playbooks/smoke.yml runs every test before it judges (smoke_tests_stop_on_failure: false); a test the API
+    # server refused to create is not a verdict but an error, and it stops the run where it happened.
+    runner, api, repo = direct_site()
+    api.inject("PATCH", r"/namespaces/gpu-platform-smoke/pods/gpu-platform-smoke-cuda$", {"status": 403})
+    result = runner.run(playbook=SMOKE_PLAYBOOK)
+    assert result.failed == 1
+    msg = result.failure_messages()[-1]
+    assert msg.startswith("Smoke tests could not run: gpu_operator "), msg
+    assert "403" in msg or "orbidden" in msg, msg
+    assert smoke_left(api) == []
