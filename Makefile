@@ -151,8 +151,8 @@ molecule-kind: setup
 # either lane fails the run after both have ended. molecule-cluster is not in it: its converge, idempotence and check
 # are the ones pytest-cluster runs on the same inventory, and pytest-cluster runs its verify.yml too.
 TEST_STEPS := setup system-deps cluster-build flux-build
-TEST_STEPS_BESIDE := lint sanity pytest-fast gitops-test package ee-introspect
-TEST_LANE := pytest-cluster demo checkov molecule-hosts
+TEST_STEPS_BESIDE := lint sanity pytest-fast gitops-test demo checkov package ee-introspect
+TEST_LANE := pytest-cluster molecule-hosts
 TIMED = t0=$$(date +%s); rc=0; $(MAKE) --no-print-directory $$step || rc=$$?; \
 	  printf '%-18s %5ds%s\n' "$$step" $$(( $$(date +%s) - t0 )) "$$suffix" >> $(BUILD)/test-times.txt
 test:

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +85,35 @@ def wait_established(run, targets, timeout=60, tries=10):
             break
     assert proc.returncode == 0, "%s (after %d tries)" % (proc.stderr, attempt + 1)
     return proc
+
+
+CRD_GONE_TIMEOUT = 240  # under the runners' 300 s subprocess time-out
+
+
+def delete_crds(run, names, timeout=CRD_GONE_TIMEOUT):
+    """Delete the CRDs ``names`` through ``run(*args)`` (a kubectl runner returning a CompletedProcess) and wait until
+    they are gone. Returns the failed CompletedProcess, or None.
+
+    The API server's CRD finalizer removes a CRD only after it has deleted the CRD's objects, through the CRD's
+    storage. Deleted right after it was created, while that storage is still initializing, the finalizer fails
+    ("storage is (re)initializing", kube-apiserver's log) and retries with a growing back-off: on a loaded machine
+    the CRD outlived a 120 s wait. So each CRD's storage is first asked to answer (a list from the watch cache,
+    ``resourceVersion=0``, which answers once it is initialized), then the CRDs are deleted."""
+    deadline = time.monotonic() + timeout
+    listed = run("get", "crd", "--ignore-not-found", "-o", "json", *names)
+    if listed.returncode != 0:
+        return listed
+    text = listed.stdout.strip()
+    document = json.loads(text) if text else {}
+    for crd in document.get("items", [document] if document.get("kind") == "CustomResourceDefinition" else []):
+        spec = crd["spec"]
+        version = next(v["name"] for v in spec["versions"] if v.get("served"))
+        path = "/apis/%s/%s/%s?resourceVersion=0&limit=1" % (spec["group"], version, spec["names"]["plural"])
+        while run("get", "--raw", path).returncode != 0 and time.monotonic() < deadline:
+            time.sleep(0.5)
+    left = max(1, int(deadline - time.monotonic()))
+    proc = run("delete", "crd", "--ignore-not-found", "--wait=true", "--timeout=%ds" % left, *names)
+    return proc if proc.returncode != 0 else None
 
 
 def service_account_token(cluster, namespace, binding, name="deployer", duration="1h"):

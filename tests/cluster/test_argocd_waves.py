@@ -28,7 +28,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import
 from tests.cluster.argocd_cluster import Bundle, Cluster, describe, group_of
 from tests.conftest import SHARED
 from tests.fakes.charts import helm_env
-from tests.local_cluster import ROOT
+from tests.local_cluster import ROOT, delete_crds
 from tests.playbooks.conftest import site_env
 from tests.schema.bundle_order import chart_groups
 
@@ -188,9 +188,9 @@ class ArgoPlay:
         now = {crd["metadata"]["name"] for crd in self.cluster.get("crd")["items"]}
         added = sorted(now - crds)  # the charts' CRDs (helm leaves them) and the Application CRD
         if added:
-            proc = kubectl("delete", "crd", "--wait=true", "--timeout=120s", *added)
-            if proc.returncode != 0:
-                problems.append("deleting the CRDs %s: %s" % (", ".join(added), proc.stderr.strip()))
+            failed = delete_crds(kubectl, added)
+            if failed is not None:
+                problems.append("deleting the CRDs %s: %s" % (", ".join(added), failed.stderr.strip()))
         # The simulated operators label the GPU nodes (the driver upgrade state, for one) as the real ones do; the
         # labels go back to what they were before this module.
         for node in self.cluster.get("nodes")["items"]:

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.conftest import SHARED
-from tests.local_cluster import ROOT, wait_established
+from tests.local_cluster import ROOT, delete_crds, wait_established
 
 KUBECTL = ROOT / "tools" / "bin" / "kubectl"
 FIXTURE_CRDS = ROOT / "tests" / "fixtures" / "crds"
@@ -80,8 +80,8 @@ def crd_cluster(local_cluster, tmp_path_factory):
         wait_established(lambda *a: kubectl(local_cluster.kubeconfig, home, *a), ["crd/" + name for name in added])
     yield local_cluster, home, served_kinds(files)
     if added:  # gone before the next test, whose charts install their own CRDs (helm skips CRDs that exist)
-        proc = kubectl(local_cluster.kubeconfig, home, "delete", "crd", "--wait=true", "--timeout=120s", *added)
-        assert proc.returncode == 0, proc.stderr
+        failed = delete_crds(lambda *a: kubectl(local_cluster.kubeconfig, home, *a), added)
+        assert failed is None, failed.stderr
 
 
 def objects(folder):
