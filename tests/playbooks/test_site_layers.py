@@ -255,3 +255,56 @@ def test_every_layers_mistakes_are_reported_in_one_run(direct_site):
                   "monitoring_thresholds.temperature_celsius"):
         assert words in message
     assert api.writes() == []
+
+
+DRA_OWNER_CHANGES = """
+- name: The DRA layer after checks.yml, once with the driver owner checks.yml saw, once with another
+  hosts: k8s_api[0]
+  gather_facts: false
+  vars:
+    dra_driver_nodes: nodepool=training
+    dra_driver_kubernetes_version: v1.34.2
+    gpu_platform_driver_branch: "580"
+  tasks:
+    - name: The contract
+      ansible.builtin.import_role:
+        name: gpu_platform.cluster.gpu_platform
+        tasks_from: variables
+    - name: The driver decision of driver_mode.yml
+      ansible.builtin.set_fact:
+        gpu_platform_driver_decision: {owner: operator}
+    - name: What checks.yml does
+      ansible.builtin.include_role:
+        name: gpu_platform.cluster.dra_driver
+        tasks_from: preflight
+    - name: What checks.yml says after its checks
+      ansible.builtin.set_fact:
+        _gpu_platform_layers_checked: true
+    - name: The layer, same owner
+      ansible.builtin.include_role:
+        name: gpu_platform.cluster.dra_driver
+    - name: The GPU Operator layer decided again, and the hosts own the driver now
+      ansible.builtin.set_fact:
+        gpu_platform_driver_decision: {owner: host}
+    - name: The layer, new owner
+      ansible.builtin.include_role:
+        name: gpu_platform.cluster.dra_driver
+    - name: The values the layer released
+      ansible.builtin.debug:
+        msg: "{{ _dra_driver_values.nvidiaDriverRoot }}"
+"""
+
+
+def test_the_dra_layer_checks_again_only_when_the_driver_owner_changed_after_checks(render_site, tmp_path):
+    """checks.yml's DRA preflight is reused by the layer (not run, nor its warnings printed, twice) only for the driver
+    owner it saw: the values (nvidiaDriverRoot) and the 580 floor depend on it, and the GPU Operator layer may decide
+    the owner again after checks.yml."""
+    runner, out = render_site
+    playbook = tmp_path / "dra.yml"
+    playbook.write_text(DRA_OWNER_CHANGES)
+    result = runner.run(playbook=str(playbook))
+    assert result.failed == 0, result.failure_messages()
+    preflights = [res.get("skipped", False) for name, res in result.tasks()
+                  if name.endswith("Preflight (unless site.yml's checks ran it in this run for the same driver owner)")]
+    assert preflights == [True, False], preflights
+    assert result.result("The values the layer released")["msg"] == "/", "the hosts' driver root, not the operator's"
