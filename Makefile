@@ -213,6 +213,13 @@ cluster-down: venv
 cluster-status: venv
 	cd $(ROOT) && $(LOCAL_CLUSTER) status
 
+# A node agent's fault on the running cluster: make cluster-fault FAULT=<agent>:<state>[:<node>]
+# (states: never-ready, stuck, failed, slow, ok; agents: tests/fakes/node_agents.py)
+.PHONY: cluster-fault
+cluster-fault: venv
+	@test -n "$(FAULT)" || { echo "make cluster-fault: set FAULT=<agent>:<state>[:<node>]"; exit 2; }
+	cd $(ROOT) && $(LOCAL_CLUSTER) fault "$(FAULT)"
+
 # molecule/cluster: site.yml converges, stays idempotent and verifies on the local control plane
 # (its own CLUSTER_DIR, started and stopped by the scenario's create and destroy).
 molecule-cluster: setup cluster-build

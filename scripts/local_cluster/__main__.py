@@ -1,7 +1,7 @@
 """``python -m scripts.local_cluster build|up|down|status``: see ``docs/testing.md``.
 
-Settings (environment): ``CLUSTER_DIR`` (state, default ``build/cluster``), ``CLUSTER_GPU_NODES``
-(default 4), ``CLUSTER_BARE=1`` (``up --bare``), ``CLUSTER_GITOPS=1`` (``build --gitops``, ``up --gitops``: the
+Settings (environment): ``CLUSTER_DIR`` (state, default ``build/cluster``), ``CLUSTER_PROFILE`` (the fleet:
+``fleet.PROFILES``, default ``labelled``), ``CLUSTER_GPU_NODES`` (default 4), ``CLUSTER_BARE=1`` (``up --bare``), ``CLUSTER_GITOPS=1`` (``build --gitops``, ``up --gitops``: the
 Flux controllers and a git server too), ``CLUSTER_PORT_<COMPONENT>`` (a fixed port instead of a free one),
 ``CLUSTER_START_TIMEOUT`` (seconds per component, default 120), ``GPU_PLATFORM_CACHE``.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 from . import ClusterError
 from .build import FLUX, ROOT, ensure_built, pins
 from .components import control_plane, platform_services
-from .fleet import fleet, write_kwok_config
+from .fleet import DEFAULT_PROFILE, fleet, profile_names, write_kwok_config
 from .gitops import PORT_NAMES as GITOPS_PORT_NAMES, start_gitops
 from .pki import Pki
 from .processes import State, alive, dead, env_name, pick_ports, start, stop, tail, tls_context
@@ -95,8 +95,8 @@ def _ready(node):
                for c in (node.get("status") or {}).get("conditions") or [])
 
 
-def add_fleet(api, count, timeout):
-    nodes = fleet(count)
+def add_fleet(api, count, timeout, profile=DEFAULT_PROFILE):
+    nodes = fleet(count, profile)
     for node in nodes:
         code, body = api.request("POST", "/api/v1/nodes", node)
         if code not in (201, 409):
@@ -151,6 +151,22 @@ def _install_present_crds(api):
             raise ClusterError("installing the CRD %s failed: %s %s" % (relative, code, body.get("message")))
 
 
+def write_connection(state, ports):
+    """``connection.yml``: extra vars that point any inventory at this cluster (``-e @<dir>/connection.yml``): its
+    kubeconfig and the loopback chart repository for every chart the platform installs."""
+    import yaml
+    charts = "http://127.0.0.1:%d" % ports["chart-repo"]
+    values = {"gpu_platform_kubeconfig": str(state.kubeconfig), "gpu_platform_render_to": "",
+              "scheduling_kueue_chart_ref": "kueue", "scheduling_kai_chart_ref": "kai-scheduler"}
+    for prefix in ("gpu_operator", "network_operator", "scheduling_volcano", "scheduling_kueue", "scheduling_kai",
+                   "dra_driver"):
+        values[prefix + "_chart_repo_url"] = charts
+    path = state.dir / "connection.yml"
+    path.write_text("# Written by make cluster-up: ansible-playbook site.yml -i <inventory> -e @%s\n---\n%s"
+                    % (path, yaml.safe_dump(values, sort_keys=True)))
+    return path
+
+
 def _running(state, data):
     """True when a recorded cluster runs whole; a part that died is an error naming it."""
     records = data.get("components") or {}
@@ -178,6 +194,10 @@ def up(args):
     binaries = ensure_built()
     flux = ensure_built(entry=FLUX) if args.gitops else None
     count = _int_env("CLUSTER_GPU_NODES", 4)
+    profile = os.environ.get("CLUSTER_PROFILE") or DEFAULT_PROFILE
+    if profile not in profile_names():
+        raise ClusterError("CLUSTER_PROFILE=%s is not a fleet profile; choose one of %s"
+                           % (profile, ", ".join(profile_names())))
     timeout = _int_env("CLUSTER_START_TIMEOUT", 120)
     names = PORT_NAMES + (GITOPS_PORT_NAMES if args.gitops else ())
     fixed = {name: _int_env(env_name(name), 0) for name in names if os.environ.get(env_name(name))}
@@ -190,7 +210,9 @@ def up(args):
         pki.kubeconfig(state.dir / ("%s.kubeconfig" % client), server, client=client, embed=False)
     configs = write_kwok_config(state.dir, sorted((binaries / "stages").glob("*.yaml")))
     _package_charts(state.dir / "charts")
-    data = {"components": {}, "ports": ports, "binaries": str(binaries), "pins": pins(), "gpu_nodes": count}
+    write_connection(state, ports)
+    data = {"components": {}, "ports": ports, "binaries": str(binaries), "pins": pins(), "gpu_nodes": count,
+            "profile": profile}
     try:
         for component in control_plane(binaries, state, pki, ports):
             if component.name == "kwok":
@@ -199,7 +221,7 @@ def up(args):
             data["components"][component.name] = start(component, state, pki, timeout)
             state.save(data)
         api = Api(server, pki)
-        nodes = add_fleet(api, count, timeout)
+        nodes = add_fleet(api, count, timeout, profile)
         _install_present_crds(api)
         for component in ([] if args.bare else platform_services(state, ports)):
             data["components"][component.name] = start(component, state, pki, timeout)
@@ -214,9 +236,9 @@ def up(args):
     gitops = ("\n  flux: %s; git repositories: %s/<name>.git (in %s)"
               % (", ".join("%s %s" % pair for pair in data["gitops"]["pins"].items()), data["gitops"]["git_url"],
                  data["gitops"]["repos"]) if args.gitops else "")
-    print("the local cluster is up in %.1f s: kubernetes %s, %d nodes (%s)\n  export KUBECONFIG=%s\n"
+    print("the local cluster is up in %.1f s: kubernetes %s, fleet profile %s, %d nodes (%s)\n  export KUBECONFIG=%s\n"
           "  charts: http://127.0.0.1:%d%s\n  logs: %s"
-          % (time.monotonic() - started, data["pins"]["kubernetes"], len(nodes), ", ".join(nodes), state.kubeconfig,
+          % (time.monotonic() - started, data["pins"]["kubernetes"], profile, len(nodes), ", ".join(nodes), state.kubeconfig,
              ports["chart-repo"], gitops, state.logs))
     return 0
 
@@ -257,6 +279,31 @@ def status(args):
     return 0
 
 
+def fault(args):
+    """Set a node agent's fault (``<agent>:<state>[:<node>]``) in the running cluster's faults ConfigMap."""
+    from tests.fakes.node_agents import FAULTS, parse_fault
+    try:
+        key, value = parse_fault(args.fault)
+    except ValueError as exc:
+        raise ClusterError(str(exc)) from None
+    state = state_dir()
+    data = state.load()
+    if not _running(state, data):
+        raise ClusterError("the local cluster in %s is not running (make cluster-up)" % state.dir)
+    api = Api("https://127.0.0.1:%d" % data["ports"]["kube-apiserver"], Pki(state.dir / "pki"))
+    namespace, name = FAULTS
+    path = "/api/v1/namespaces/%s/configmaps/%s" % (namespace, name)
+    code, body = api.request("PATCH", path, {"data": {key: value}}, content_type="application/merge-patch+json")
+    if code == 404:
+        code, body = api.request("POST", "/api/v1/namespaces/%s/configmaps" % namespace,
+                                 {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+                                  "data": {key: value}})
+    if code not in (200, 201):
+        raise ClusterError("writing %s/%s failed: %s %s" % (namespace, name, code, body.get("message")))
+    print("fault %s=%s set (ConfigMap %s/%s)" % (key, value, namespace, name))
+    return 0
+
+
 def build(args):
     print(ensure_built())
     if args.gitops:
@@ -283,9 +330,12 @@ def main(argv=None):
     down_parser = commands.add_parser("down", help="stop every process cluster-up started")
     down_parser.add_argument("--keep-data", action="store_true", help="keep etcd's data for the next start")
     commands.add_parser("status", help="what runs, and /readyz")
+    fault_parser = commands.add_parser("fault", help="set a node agent's fault: <agent>:<state>[:<node>] (state ok "
+                                                     "clears it)")
+    fault_parser.add_argument("fault", help="<agent>:<state>[:<node>], e.g. rdma-shared-device-plugin:stuck")
     args = parser.parse_args(argv)
     try:
-        return {"build": build, "up": up, "down": down, "status": status}[args.command](args)
+        return {"build": build, "up": up, "down": down, "status": status, "fault": fault}[args.command](args)
     except ClusterError as exc:
         print("cluster-%s: %s" % (args.command, exc), file=sys.stderr)
         return 1

@@ -88,6 +88,8 @@ def control_plane(binaries, state, pki, ports):
         Component("kwok", [
             str(binaries / "kwok"), "--kubeconfig=" + kube("kwok"), "--config=%s" % (state.dir / "kwok.yaml"),
             "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+            # a pod a node agent annotated so keeps the status the agent gives it (a component that never gets Ready)
+            "--disregard-status-with-annotation-selector=kwok.x-k8s.io/status=custom",
             "--node-ip=" + bind, "--node-port=%d" % ports["kwok"],
             "--server-address=%s:%d" % (bind, ports["kwok"]),
             "--tls-cert-file=%s" % pki.cert("serving-kwok"), "--tls-private-key-file=%s" % pki.key("serving-kwok"),

@@ -1,68 +1,199 @@
-"""The fake GPU fleet: KWOK nodes labelled and sized as NFD and GPU Feature Discovery leave real ones.
+"""The fake GPU fleet: KWOK nodes that declare their hardware, in profiles a provider would hand over.
 
-``CLUSTER_GPU_NODES`` (default 4) GPU nodes cycle through the pools below, plus one CPU-only
-system node. Every node carries KWOK's management annotation and no taint, so the real
-scheduler places pods on them and KWOK plays their kubelet: pods go Running/Ready, pods of
-Jobs (and bare ``restartPolicy: Never`` pods, as a smoke test's ``nvidia-smi`` pod) complete,
-and their logs come from files under ``<state>/pod-logs`` (what the GPU would print).
+``CLUSTER_PROFILE`` picks the profile (``PROFILES``; default ``DEFAULT_PROFILE``) and ``CLUSTER_GPU_NODES``
+(default 4) the number of GPU nodes, which cycle through the profile's GPU pools; every profile has one CPU-only
+system node too. Each node declares its hardware in the annotation ``fake.gpu-platform.io/hardware`` (JSON: GPU
+model, count, memory, PCI device, MIG capability; NICs with vendor, device, count and link type; OS, kernel,
+container runtime; a driver the provider installed), which the node agents (``tests/fakes/node_agents.py``) read.
+
+* ``aks-nd-h100-v5``: an AKS system pool and a ``Standard_ND96isr_H100_v5`` pool as ``az aks nodepool add
+  --gpu-driver none`` leaves it: AKS's own labels only (agent pool, mode, instance type, the accelerator label,
+  image version, OS SKU, region and zone), no NFD or GPU label, no GPU or RDMA allocatable. 8 H100 and 8 NDR
+  InfiniBand ConnectX-7 NICs per node.
+* ``aks-nd-h100-v5-driver``: the same pool with AKS's driver (``--gpu-driver install``): the only evidence AKS
+  leaves is on the host (the driver loaded, declared in the hardware); no label says so.
+* ``baremetal``: DGX-like A100 and H100 hosts (8 GPUs, 8 InfiniBand NICs) with kubelet's labels only.
+* ``mixed``: bare nodes in the pools the collection's tests use: ``training`` (A100, MIG), ``inference`` (H100,
+  time-slicing), ``dra`` (H100, no NIC).
+* ``labelled``: the ``mixed`` pools as NFD, GPU Feature Discovery and the device plugins would have left them
+  (labels and allocatable set at creation). Kept while the platform's tests move to the bare profiles.
+
+Every node carries KWOK's management annotation and no taint, so the real scheduler places pods on them and KWOK
+plays their kubelet: pods go Running/Ready, pods of Jobs (and bare ``restartPolicy: Never`` pods, as a smoke
+test's ``nvidia-smi`` pod) complete, and their logs come from files under ``<state>/pod-logs``.
 """
 
+import json
 from pathlib import Path
 
 import yaml
 
 KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
-# pool -> (product, memory MiB, family, MIG capable, RDMA NIC present); values as GFD publishes them.
-POOLS = (
-    ("training", "NVIDIA-A100-SXM4-80GB", 81920, "ampere", True, True),
-    ("training", "NVIDIA-A100-SXM4-80GB", 81920, "ampere", True, True),
-    ("inference", "NVIDIA-H100-80GB-HBM3", 81920, "hopper", True, True),
-    ("dra", "NVIDIA-H100-80GB-HBM3", 81920, "hopper", True, False),
-)
+HARDWARE_ANNOTATION = "fake.gpu-platform.io/hardware"
+SYSTEM_NODE = "system-node-1"
 GPUS_PER_NODE = 8
 RDMA_RESOURCE = "rdma/shared_ib"  # the RDMA shared device plugin resource nic_cluster_policy names by default
 RDMA_SHARED = 63
-SYSTEM_NODE = "system-node-1"
+KUBELET_LABELS = ("kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch")
+
+# GPU models: (GFD's product label, memory MiB as nvidia-smi reports it, GFD family, PCI device id, MIG capable,
+# CUDA compute capability). Memory: the A100 80GB's 81920 MiB; the H100's 81559 MiB is what the real H100 80GB HBM3
+# host in ../shared/real-hosts reports (nvidia-smi -q, FB memory total).
+GPUS = {
+    "a100": ("NVIDIA-A100-SXM4-80GB", 81920, "ampere", "20b2", True, (8, 0)),
+    "h100": ("NVIDIA-H100-80GB-HBM3", 81559, "hopper", "2330", True, (9, 0)),
+}
+# NICs: (PCI vendor, PCI device, model, link type). ConnectX-6 (HDR) in DGX A100, ConnectX-7 (NDR) in DGX H100 and
+# Azure ND H100 v5.
+NICS = {
+    "cx6-ib": ("15b3", "101b", "ConnectX-6", "infiniband"),
+    "cx7-ib": ("15b3", "1021", "ConnectX-7", "infiniband"),
+}
 
 
-def _node(name, labels, allocatable):
+def hardware(gpu=None, gpus=GPUS_PER_NODE, nic=None, nics=0, os_id="ubuntu", os_version="22.04",
+             os_image="Ubuntu 22.04.5 LTS", kernel="5.15.0-1079-azure", runtime="containerd://1.7.27-1",
+             driver=None, netdev="ibp%ds0"):
+    """One node's declared hardware (what the node agents read)."""
+    declared = {"os": {"id": os_id, "version_id": os_version, "image": os_image}, "kernel": kernel,
+                "runtime": runtime, "gpus": None, "nics": None, "driver": driver}
+    if gpu:
+        product, memory, family, device, mig, compute = GPUS[gpu]
+        declared["gpus"] = {"product": product, "count": gpus, "memory_mib": memory, "family": family,
+                            "pci_device": device, "mig_capable": mig, "compute": list(compute)}
+    if nic and nics:
+        vendor, device, model, link = NICS[nic]
+        declared["nics"] = {"vendor": vendor, "device": device, "model": model, "link_type": link, "count": nics,
+                            "netdevs": [netdev % index for index in range(nics)]}
+    return declared
+
+
+AKS_KERNEL = "5.15.0-1079-azure"
+AKS_IMAGE = "AKSUbuntu-2204gen2containerd-202510.07.0"
+
+
+def _aks_labels(pool, mode, size, gpu):
+    labels = {"agentpool": pool, "kubernetes.azure.com/agentpool": pool, "kubernetes.azure.com/mode": mode,
+              "kubernetes.azure.com/role": "agent", "kubernetes.azure.com/cluster": "MC_gpu-rg_gpu-aks_eastus",
+              "kubernetes.azure.com/node-image-version": AKS_IMAGE, "kubernetes.azure.com/os-sku": "Ubuntu",
+              "kubernetes.azure.com/nodepool-type": "VirtualMachineScaleSets",
+              "node.kubernetes.io/instance-type": size, "beta.kubernetes.io/instance-type": size,
+              "topology.kubernetes.io/region": "eastus", "topology.kubernetes.io/zone": "0"}
+    if gpu:
+        labels["kubernetes.azure.com/accelerator"] = "nvidia"
+    return labels
+
+
+def _aks(driver):
+    aks_hw = dict(kernel=AKS_KERNEL, os_image="Ubuntu 22.04.5 LTS")
+    gpu_driver = {"version": "570.195.03", "installed_by": "aks", "open": True} if driver else None
+    return {
+        "system": ("aks-system-12345678-vmss000000", _aks_labels("system", "system", "Standard_D8ds_v5", False),
+                   hardware(**aks_hw)),
+        "gpu_pools": [("aks-ndh100-23456789-vmss%06d", _aks_labels("ndh100", "user", "Standard_ND96isr_H100_v5", True),
+                       hardware("h100", nic="cx7-ib", nics=8, driver=gpu_driver, netdev="ib%d", **aks_hw))],
+    }
+
+
+def _baremetal():
+    host = dict(kernel="6.8.0-60-generic", os_version="24.04", os_image="Ubuntu 24.04.2 LTS",
+                runtime="containerd://1.7.27")
+    return {
+        "system": ("cpu-01", {}, hardware(**host)),
+        "gpu_pools": [("dgx-a100-%02d", {}, hardware("a100", nic="cx6-ib", nics=8, **host)),
+                      ("dgx-h100-%02d", {}, hardware("h100", nic="cx7-ib", nics=8, **host))],
+    }
+
+
+def _mixed():
+    host = dict(kernel="6.8.0-1021-azure", os_version="24.04", os_image="Ubuntu 24.04.2 LTS",
+                runtime="containerd://1.7.27")
+    pool = {"node-role.kubernetes.io/gpu": ""}
+    nic = dict(nics=1, netdev="ibs1f%d", **host)
+    return {
+        "system": (SYSTEM_NODE, {"nodepool": "system", "node-role.kubernetes.io/system": ""}, hardware(**host)),
+        "gpu_pools": [("gpu-node-%d", dict(pool, nodepool="training"), hardware("a100", nic="cx6-ib", **nic)),
+                      ("gpu-node-%d", dict(pool, nodepool="training"), hardware("a100", nic="cx6-ib", **nic)),
+                      ("gpu-node-%d", dict(pool, nodepool="inference"), hardware("h100", nic="cx7-ib", **nic)),
+                      ("gpu-node-%d", dict(pool, nodepool="dra"), hardware("h100", **host))],
+    }
+
+
+def _labelled():
+    """The mixed pools with a driver the hosts loaded (what GFD and the device plugin needed to label them)."""
+    layout = _mixed()
+    host_driver = {"version": "580.126.20", "installed_by": "host", "open": True}
+    layout["gpu_pools"] = [(name, labels, dict(declared, driver=host_driver) if declared.get("gpus") else declared)
+                           for name, labels, declared in layout["gpu_pools"]]
+    return layout
+
+
+PROFILES = {"aks-nd-h100-v5": lambda: _aks(False), "aks-nd-h100-v5-driver": lambda: _aks(True),
+            "baremetal": _baremetal, "mixed": _mixed, "labelled": _labelled}
+DEFAULT_PROFILE = "labelled"
+BARE_PROFILES = ("aks-nd-h100-v5", "aks-nd-h100-v5-driver", "baremetal", "mixed")
+
+
+def profile_names():
+    return sorted(PROFILES)
+
+
+def labelled_state(declared):
+    """What NFD, GPU Feature Discovery and the device plugins leave on a node of ``declared`` hardware (the
+    ``labelled`` profile): the labels and the allocatable they add."""
+    from tests.fakes.node_agent_effects import nfd_labels
+    gpus, nics = declared.get("gpus"), declared.get("nics")
+    labels, allocatable = nfd_labels(declared), {}
+    if gpus:
+        labels.update({"nvidia.com/gpu.present": "true",
+                       "nvidia.com/gpu.product": gpus["product"], "nvidia.com/gpu.count": str(gpus["count"]),
+                       "nvidia.com/gpu.memory": str(gpus["memory_mib"]), "nvidia.com/gpu.family": gpus["family"],
+                       "nvidia.com/mig.capable": "true" if gpus["mig_capable"] else "false"})
+        allocatable["nvidia.com/gpu"] = str(gpus["count"])
+    if nics:
+        allocatable[RDMA_RESOURCE] = str(RDMA_SHARED)
+    return labels, allocatable
+
+
+def _node(name, labels, declared, allocatable=None):
     base = {"cpu": "96", "memory": "1024Gi", "pods": "110", "ephemeral-storage": "1Ti"}
-    base.update(allocatable)
+    base.update(allocatable or {})
+    kubelet = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+               "type": "kwok"}
     return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "annotations": dict(KWOK_ANNOTATION),
-                         "labels": dict({"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                                         "kubernetes.io/arch": "amd64", "type": "kwok"}, **labels)},
+            "metadata": {"name": name,
+                         "annotations": dict(KWOK_ANNOTATION, **{HARDWARE_ANNOTATION: json.dumps(declared,
+                                                                                                 sort_keys=True)}),
+                         "labels": dict(kubelet, **labels)},
             "spec": {},
             "status": {"capacity": dict(base), "allocatable": dict(base),
-                       "nodeInfo": {"kernelVersion": "6.8.0-1021-azure", "osImage": "Ubuntu 24.04.2 LTS",
-                                    "containerRuntimeVersion": "containerd://1.7.27",
+                       "nodeInfo": {"kernelVersion": declared["kernel"], "osImage": declared["os"]["image"],
+                                    "containerRuntimeVersion": declared["runtime"],
                                     "operatingSystem": "linux", "architecture": "amd64"}}}
 
 
-def gpu_nodes(count):
-    """The GPU nodes, ``gpu-node-1`` .. ``gpu-node-<count>``."""
-    nodes = []
+def fleet(count, profile=DEFAULT_PROFILE):
+    """The profile's system node, then ``count`` GPU nodes cycling through its GPU pools."""
+    if profile not in PROFILES:
+        raise ValueError("CLUSTER_PROFILE=%r is not a fleet profile; choose one of %s"
+                         % (profile, ", ".join(profile_names())))
+    layout = PROFILES[profile]()
+    name, labels, declared = layout["system"]
+    nodes = [_node(name, labels, declared)]
+    pools = layout["gpu_pools"]
     for index in range(count):
-        pool, product, memory, family, mig, rdma = POOLS[index % len(POOLS)]
-        labels = {"nodepool": pool, "node-role.kubernetes.io/gpu": "",
-                  "feature.node.kubernetes.io/pci-10de.present": "true",
-                  "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": product,
-                  "nvidia.com/gpu.count": str(GPUS_PER_NODE), "nvidia.com/gpu.memory": str(memory),
-                  "nvidia.com/gpu.family": family, "nvidia.com/mig.capable": "true" if mig else "false"}
-        allocatable = {"nvidia.com/gpu": str(GPUS_PER_NODE)}
-        if rdma:
-            labels["feature.node.kubernetes.io/pci-15b3.present"] = "true"
-            allocatable[RDMA_RESOURCE] = str(RDMA_SHARED)
-        nodes.append(_node("gpu-node-%d" % (index + 1), labels, allocatable))
+        pattern, labels, declared = pools[index % len(pools)]
+        per_pool = sum(1 for i in range(index) if pools[i % len(pools)][0] == pattern)
+        node_name = pattern % (index + 1 if pattern.startswith("gpu-node") else per_pool + (0 if "vmss" in pattern else 1))
+        extra, allocatable = labelled_state(declared) if profile == "labelled" else ({}, {})
+        nodes.append(_node(node_name, dict(labels, **extra), declared, allocatable))
     return nodes
 
 
-def system_node():
-    return _node(SYSTEM_NODE, {"nodepool": "system", "node-role.kubernetes.io/system": ""}, {})
-
-
-def fleet(count):
-    return [system_node()] + gpu_nodes(count)
+def declared_hardware(node):
+    """A Node's declared hardware (the fleet's annotation), or None for a node that declares none."""
+    text = ((node.get("metadata") or {}).get("annotations") or {}).get(HARDWARE_ANNOTATION)
+    return json.loads(text) if text else None
 
 
 # container name -> what it prints (the smoke tests judge these as they would a GPU's output)

@@ -107,8 +107,11 @@ class SimulatedDriverUpgrade(Controller):
         self._reconcile()
 
     def _reconcile(self):
-        daemonset, policy = self._daemonset(), self._policy()
-        if daemonset is None or policy.get("autoUpgrade") is not True:
+        daemonset = self._daemonset()
+        if daemonset is None:  # no driver DaemonSet yet (the ClusterPolicy's CRD may not be served either)
+            return
+        policy = self._policy()
+        if policy.get("autoUpgrade") is not True:
             return
         waiting = False
         for node in self._nodes():

@@ -53,7 +53,7 @@ def gpu_node(name, product="NVIDIA-A100-SXM4-80GB", gpus=8):
 
 def _enabled(spec, component):
     section = spec.get(component)
-    if component in ("gfd", "validator"):
+    if component in ("gfd", "validator", "migManager"):
         return (section or {}).get("enabled", True) is not False
     return isinstance(section, dict) and section.get("enabled", True) is not False
 
@@ -79,7 +79,7 @@ class SimulatedGpuOperator(Controller):
 
     def _reconcile_operands(self, policy):
         spec = policy.get("spec") or {}
-        for component, name in OPERANDS:
+        for component, name in self._operands():
             existing = self.store.get("apps/v1", "DaemonSet", name, self.namespace)
             if not _enabled(spec, component):
                 if existing is not None:  # a disabled operand goes away, and its pods with it (GC)
@@ -107,6 +107,9 @@ class SimulatedGpuOperator(Controller):
             if component == "driver":
                 self._driver_pods(self.store.get("apps/v1", "DaemonSet", name, self.namespace))
 
+    def _operands(self):
+        return OPERANDS
+
     def _template(self, spec, component, name):
         labels = {"app": name, "app.kubernetes.io/part-of": "nvidia-gpu"}
         if name in self.never_ready:
@@ -128,7 +131,7 @@ class SimulatedGpuOperator(Controller):
 
     def _set_state(self, policy):
         operands = [ds for ds in self.store.list("apps/v1", "DaemonSet", self.namespace)
-                    if (ds["metadata"].get("labels") or {}).get("app") in OPERAND_NAMES]
+                    if (ds["metadata"].get("labels") or {}).get("app") in {n for _, n in self._operands()}]
         ready = bool(operands) and all(
             (ds.get("status") or {}).get("numberReady", 0) >= (ds.get("status") or {}).get("desiredNumberScheduled", 1)
             for ds in operands)

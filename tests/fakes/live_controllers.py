@@ -28,18 +28,74 @@ Not run here: ``SmokePods`` (phases and logs are KWOK's), the fake's workload co
 
 import hashlib
 
-from .controllers import Controller, MigManager
+from .controllers import Controller
 from .driver_upgrade import DRIVER_SELECTOR, SimulatedDriverUpgrade
-from .gpu_operator import SimulatedDevicePlugin, SimulatedGpuOperator
+from .gpu_operator import GPU_NODE_LABEL as GPU_PRESENT, OPERANDS, SimulatedGpuOperator
+from .live_network import LiveNetworkOperator
+from .node_agent_effects import default_mig_parted_config
+from .node_agents import NodeAgents
 from .live_volcano import LiveVolcanoJobs
-from .network_operator import SimulatedNetworkOperator
 
 RESOURCE_API = "resource.k8s.io/v1"
 SIMULATED = "fake.gpu-platform.io/simulated-by"
 
 
 class LiveGpuOperator(SimulatedGpuOperator):
-    """``SimulatedGpuOperator`` for a real cluster: the DaemonSet controller makes the operands' pods."""
+    """``SimulatedGpuOperator`` for a real cluster, on a fleet that starts bare.
+
+    As the real operator: a node with NFD's NVIDIA PCI label gets ``nvidia.com/gpu.present=true`` and an
+    ``nvidia.com/gpu.deploy.<operand>=true`` label per operand (``mig-manager`` only where GFD found a MIG
+    capable GPU; a value already set, ``false`` say, is kept), each operand DaemonSet selects its own deploy label,
+    the MIG manager is an operand, and the default mig-parted ConfigMap is made beside the operator. The real
+    DaemonSet controller makes every operand's pods and KWOK runs them, so ClusterPolicy ``status.state`` follows
+    the real DaemonSets' status (numberReady against desiredNumberScheduled).
+    """
+
+    watches = SimulatedGpuOperator.watches | {("", "Node")}
+    NFD_GPU_LABELS = tuple("feature.node.kubernetes.io/pci-%s.present" % c for c in ("10de", "0302_10de", "0300_10de"))
+    DEPLOY = {"driver": "driver", "toolkit": "container-toolkit", "devicePlugin": "device-plugin",
+              "dcgmExporter": "dcgm-exporter", "gfd": "gpu-feature-discovery", "validator": "operator-validator",
+              "migManager": "mig-manager"}
+    MIG_CONFIG = "default-mig-parted-config"
+
+    def handle(self, event):
+        if event.kind == "Node":
+            if event.type != "DELETED" and self.store.list("apps/v1", "Deployment", label_selector="app=gpu-operator"):
+                self._label(event.obj)
+            return
+        super().handle(event)
+        if self.namespace and self.store.list("nvidia.com/v1", "ClusterPolicy"):
+            for node in self.store.list("v1", "Node"):
+                self._label(node)
+            self._mig_config()
+
+    def _label(self, node):
+        labels = node["metadata"].get("labels") or {}
+        if not any(labels.get(key) == "true" for key in self.NFD_GPU_LABELS):
+            return
+        wanted = {GPU_PRESENT: "true"}
+        for component, name in self.DEPLOY.items():
+            key = "nvidia.com/gpu.deploy." + name
+            if component == "migManager" and labels.get("nvidia.com/mig.capable") != "true":
+                continue
+            if key not in labels:
+                wanted[key] = "true"
+        if any(labels.get(k) != v for k, v in wanted.items()):
+            self.store.set_labels("v1", "Node", node["metadata"]["name"], wanted)
+
+    def _mig_config(self):
+        if self.store.get("v1", "ConfigMap", self.MIG_CONFIG, self.namespace) is None:
+            self.store.create({"apiVersion": "v1", "kind": "ConfigMap",
+                               "metadata": {"name": self.MIG_CONFIG, "namespace": self.namespace},
+                               "data": {"config.yaml": default_mig_parted_config()}})
+
+    def _operands(self):
+        return OPERANDS + (("migManager", "nvidia-mig-manager"),)
+
+    def _template(self, spec, component, name):
+        template = super()._template(spec, component, name)
+        template["spec"]["nodeSelector"] = {"nvidia.com/gpu.deploy." + self.DEPLOY[component]: "true"}
+        return template
 
     def _driver_pods(self, daemonset):
         """Nothing: the real DaemonSet controller makes the driver pods (``app=nvidia-driver-daemonset``)."""
@@ -177,6 +233,6 @@ class LiveDriverUpgrade(SimulatedDriverUpgrade):
 
 def live_controllers(network_ready_after=2.0, mig_delay=1.0, volcano_retry=5.0, upgrade_step=1.0):
     """Fresh instances of the controllers ``live.py`` runs against the local control plane."""
-    return [LiveGpuOperator(), SimulatedNetworkOperator(ready_after=network_ready_after), SimulatedDevicePlugin(),
-            MigManager(delay=mig_delay), LiveVolcanoJobs(retry=volcano_retry), SimulatedDraDriver(),
-            LiveDriverUpgrade(step=upgrade_step)]
+    del network_ready_after  # the network's readiness is its DaemonSets' now (LiveNetworkOperator)
+    return [LiveGpuOperator(), LiveNetworkOperator(), NodeAgents(mig_delay=mig_delay),
+            LiveVolcanoJobs(retry=volcano_retry), SimulatedDraDriver(), LiveDriverUpgrade(step=upgrade_step)]

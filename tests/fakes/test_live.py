@@ -18,13 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from .controllers import Controller, MigManager
-from .gpu_operator import OPERAND_NAMES, SimulatedDevicePlugin, gpu_node
+from .controllers import Controller
+from .gpu_operator import OPERAND_NAMES, gpu_node
 from .live import LiveRunner
 from .live_controllers import LiveGpuOperator, SimulatedDraDriver
+from scripts.local_cluster.fleet import fleet
+
+from .live_network import LiveNetworkOperator
+from .node_agent_effects import default_mig_parted_config
 from .live_store import LiveStore
 from .live_volcano import LiveVolcanoJobs
-from .network_operator import SimulatedNetworkOperator
 from .helpers import wait_until
 from .test_live_store import _policy, _writes
 
@@ -76,15 +79,33 @@ def _state(fake):
 
 
 def test_gpu_operator_state_follows_the_daemonsets_and_makes_no_pods(fake, live):
-    fake.store.create(gpu_node("gpu-node-1"))
+    node = gpu_node("gpu-node-1")
+    node["metadata"]["labels"] = {"kubernetes.io/hostname": "gpu-node-1", "nvidia.com/mig.capable": "true",
+                                  "feature.node.kubernetes.io/pci-10de.present": "true",
+                                  "nvidia.com/gpu.deploy.dcgm-exporter": "false"}  # a value set is kept
+    fake.store.create(node)
+    fake.store.create(gpu_node("cpu-node-1"))  # no NFD label: not a GPU node for the operator
+    fake.store.patch("v1", "Node", "cpu-node-1", {"metadata": {"labels": {"nvidia.com/gpu.present": None}}})
     fake.store.create(_operator())
     live([LiveGpuOperator()])
     fake.store.create(_policy(driver={"enabled": True, "version": "595.91.07"}, toolkit={"enabled": True},
                               devicePlugin={"enabled": True}, dcgmExporter={"enabled": True}))
     wait_until(lambda: _state(fake) == "notReady", what="state notReady")
-    daemonsets = wait_until(lambda: len(fake.store.list("apps/v1", "DaemonSet", "gpu-operator")) == 6
+    names = OPERAND_NAMES | {"nvidia-mig-manager"}
+    daemonsets = wait_until(lambda: len(fake.store.list("apps/v1", "DaemonSet", "gpu-operator")) == len(names)
                             and fake.store.list("apps/v1", "DaemonSet", "gpu-operator"), what="the operands")
-    assert {ds["metadata"]["name"] for ds in daemonsets} == OPERAND_NAMES
+    assert {ds["metadata"]["name"] for ds in daemonsets} == names
+    selectors = {ds["metadata"]["name"]: ds["spec"]["template"]["spec"]["nodeSelector"] for ds in daemonsets}
+    assert selectors["nvidia-mig-manager"] == {"nvidia.com/gpu.deploy.mig-manager": "true"}
+    assert selectors["gpu-feature-discovery"] == {"nvidia.com/gpu.deploy.gpu-feature-discovery": "true"}
+    labels = wait_until(lambda: fake.store.get("v1", "Node", "gpu-node-1")["metadata"]["labels"].get(
+        "nvidia.com/gpu.present") and fake.store.get("v1", "Node", "gpu-node-1")["metadata"]["labels"],
+        what="the GPU node labelled")
+    assert labels["nvidia.com/gpu.deploy.driver"] == "true" and labels["nvidia.com/gpu.deploy.mig-manager"] == "true"
+    assert labels["nvidia.com/gpu.deploy.dcgm-exporter"] == "false"
+    assert "nvidia.com/gpu.present" not in fake.store.get("v1", "Node", "cpu-node-1")["metadata"]["labels"]
+    mig_config = fake.store.get("v1", "ConfigMap", "default-mig-parted-config", "gpu-operator")
+    assert "all-1g.10gb" in mig_config["data"]["config.yaml"]
     assert fake.store.list("v1", "Pod") == []  # the real DaemonSet controller makes them
     for ds in daemonsets:  # play the DaemonSet controller: each operand ready on the one GPU node
         assert _state(fake) == "notReady"
@@ -96,35 +117,46 @@ def test_gpu_operator_state_follows_the_daemonsets_and_makes_no_pods(fake, live)
     wait_until(lambda: _state(fake) == "notReady", what="state notReady again")
 
 
-def test_network_operator_mig_manager_and_device_plugin(fake, live):
-    fake.store.create(gpu_node("gpu-node-1"))
-    fake.store.create(_policy(mig={"strategy": "single"}))
-    fake.store.create({"apiVersion": "apps/v1", "kind": "DaemonSet",
-                       "metadata": {"name": "nvidia-device-plugin-daemonset", "namespace": "default"},
-                       "spec": {"selector": {"matchLabels": {"app": "dp"}}, "template": {
-                           "metadata": {"labels": {"app": "dp"}}, "spec": {"containers": CONTAINERS}}}})
-    runner = live([SimulatedNetworkOperator(ready_after=0.3), MigManager(delay=0.2), SimulatedDevicePlugin()])
+def test_network_operator_makes_its_daemonsets_and_follows_them(fake, live):
+    """NicClusterPolicy -> one DaemonSet per component (the NIC driver's per OS release NFD found), placed by the
+    policy's nodeAffinity; a component is ready only when its DaemonSet has a node and every pod available."""
+    node = gpu_node("gpu-node-1")
+    node["metadata"]["labels"].update({"feature.node.kubernetes.io/system-os_release.ID": "ubuntu",
+                                       "feature.node.kubernetes.io/system-os_release.VERSION_ID": "22.04"})
+    fake.store.create(node)
+    fake.store.create({"apiVersion": "apps/v1", "kind": "Deployment",
+                       "metadata": {"name": "network-operator", "namespace": "network", "labels": {"app": "network-operator"}},
+                       "spec": {"selector": {"matchLabels": {"app": "n"}}, "template": {
+                           "metadata": {"labels": {"app": "n"}}, "spec": {"containers": CONTAINERS}}}})
+    live([LiveNetworkOperator()])
+    affinity = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "feature.node.kubernetes.io/pci-15b3.present", "operator": "In", "values": ["true"]}]}]}}
     fake.store.create({"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
                        "metadata": {"name": "nic-cluster-policy"},
-                       "spec": {"ofedDriver": {"image": "doca-driver"}, "rdmaSharedDevicePlugin": {"image": "p"}}})
+                       "spec": {"nodeAffinity": affinity, "ofedDriver": {"image": "doca-driver"},
+                                "rdmaSharedDevicePlugin": {"image": "p"}}})
 
-    def nic_state():
+    def nic_status():
         policy = fake.store.get("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy")
-        return (policy.get("status") or {}).get("state")
-    wait_until(lambda: nic_state() == "notReady", what="notReady first")
-    wait_until(lambda: nic_state() == "ready", what="ready after the delay")
-
-    fake.clear_log()
-    fake.store.set_labels("v1", "Node", "gpu-node-1", {"nvidia.com/mig.config": "all-1g.10gb"})
-
-    def node_state():
-        node = fake.store.get("v1", "Node", "gpu-node-1")
-        return node["metadata"]["labels"].get("nvidia.com/mig.config.state"), node["status"]["allocatable"]
-    wait_until(lambda: node_state()[0] == "pending", what="mig pending")
-    assert node_state()[1]["nvidia.com/gpu"] == "8"
-    wait_until(lambda: node_state() == ("success", {"nvidia.com/gpu": "56"}), what="the MIG instances advertised")
-    assert ("PUT", "/api/v1/nodes/gpu-node-1/status") in _writes(fake)
-    assert runner.settle()
+        return policy.get("status") or {}
+    daemonsets = wait_until(lambda: len(fake.store.list("apps/v1", "DaemonSet", "network")) == 2
+                            and fake.store.list("apps/v1", "DaemonSet", "network"), what="the component DaemonSets")
+    by_name = {d["metadata"]["name"]: d for d in daemonsets}
+    assert set(by_name) == {"mofed-ubuntu22.04-ds", "rdma-shared-dp-ds"}
+    assert by_name["rdma-shared-dp-ds"]["spec"]["template"]["spec"]["affinity"] == {"nodeAffinity": affinity}
+    assert by_name["mofed-ubuntu22.04-ds"]["metadata"]["ownerReferences"][0]["kind"] == "NicClusterPolicy"
+    wait_until(lambda: nic_status().get("state") == "notReady", what="notReady while no pod runs")
+    for name in by_name:  # play the DaemonSet controller: the one node's pods available
+        fake.store.patch_status("apps/v1", "DaemonSet", name, {"desiredNumberScheduled": 1, "numberAvailable": 1,
+                                                               "updatedNumberScheduled": 1}, "network")
+    wait_until(lambda: nic_status().get("state") == "ready", what="ready")
+    assert {s["name"]: s["state"] for s in nic_status()["appliedStates"]} == {
+        "state-OFED": "ready", "state-RDMA-device-plugin": "ready"}
+    # no node matches any more: desired 0 is not ready (upstream's isDaemonSetReady)
+    fake.store.patch_status("apps/v1", "DaemonSet", "rdma-shared-dp-ds", {"desiredNumberScheduled": 0,
+                                                                          "numberAvailable": 0,
+                                                                          "updatedNumberScheduled": 0}, "network")
+    wait_until(lambda: nic_status().get("state") == "notReady", what="notReady with no node desired")
 
 
 def _volcano_job(name, replicas, gpus, anti_affinity=False):
@@ -296,7 +328,14 @@ def test_command_line_serves_healthz_and_stops_on_sigterm(fake, tmp_path):
                             cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert wait_until(lambda: _health(port)[0] == 200 and _health(port), timeout=30) == (200, "ok")
-        fake.store.create(gpu_node("gpu-node-1"))
+        node = fleet(1, "mixed")[1]  # a node that declares its hardware, and a MIG manager's pod on it
+        fake.store.create(node)
+        fake.store.create({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "default-mig-parted-config", "namespace": "default"},
+                           "data": {"config.yaml": default_mig_parted_config()}})
+        fake.store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": "mig-manager", "namespace": "default", "labels": {"app": "nvidia-mig-manager"}},
+            "spec": {"nodeName": "gpu-node-1", "containers": CONTAINERS}, "status": {"phase": "Running"}})
         fake.store.set_labels("v1", "Node", "gpu-node-1", {"nvidia.com/mig.config": "all-1g.10gb"})
         wait_until(lambda: fake.store.get("v1", "Node", "gpu-node-1")["metadata"]["labels"].get(
             "nvidia.com/mig.config.state") == "success", what="the MIG manager")

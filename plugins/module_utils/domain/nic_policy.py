@@ -249,3 +249,46 @@ def describe_states(policy):
             text += " (%s)" % item["message"]
         parts.append(text)
     return "%s: %s" % (head, ", ".join(parts)) if parts else head
+
+
+def _pod_ready(pod):
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _pod_problem(pod):
+    """Why a pod is not Ready, from its containers' waiting or terminated state (empty when none says)."""
+    for container in (pod.get("status") or {}).get("containerStatuses") or []:
+        state = container.get("state") or {}
+        detail = state.get("waiting") or state.get("terminated")
+        if detail and detail.get("reason"):
+            return detail["reason"] + (": %s" % detail["message"] if detail.get("message") else "")
+    return (pod.get("status") or {}).get("phase") or "not Ready"
+
+
+def describe_components(policy_uid, daemonsets, pods):
+    """Where the policy's component DaemonSets stand, node by node, for a time-out message: each DaemonSet the
+    operator made for the policy (its controller owner) that is not ready, with the nodes whose pods are not Ready
+    and why, or that no node matches it. Empty when every one is ready (or none is found)."""
+    parts = []
+    for daemonset in sorted(daemonsets, key=lambda d: d["metadata"]["name"]):
+        meta = daemonset["metadata"]
+        if not any(ref.get("uid") == policy_uid and ref.get("controller") for ref in meta.get("ownerReferences") or []):
+            continue
+        status = daemonset.get("status") or {}
+        desired = status.get("desiredNumberScheduled", 0)
+        if desired == 0:
+            parts.append("DaemonSet %s/%s: no node matches its node affinity and selector"
+                         % (meta["namespace"], meta["name"]))
+            continue
+        owned = [p for p in pods if any(ref.get("uid") == meta.get("uid") for ref in
+                                        p["metadata"].get("ownerReferences") or [])]
+        waiting = sorted("node %s (%s)" % ((p.get("spec") or {}).get("nodeName") or "unscheduled", _pod_problem(p))
+                         for p in owned if not _pod_ready(p))
+        if waiting:
+            parts.append("DaemonSet %s/%s: pods not Ready on %s" % (meta["namespace"], meta["name"], ", ".join(waiting)))
+        elif status.get("numberAvailable", 0) < desired:
+            parts.append("DaemonSet %s/%s: %s of %s pods available" % (meta["namespace"], meta["name"],
+                                                                      status.get("numberAvailable", 0), desired))
+    return "; ".join(parts)
+

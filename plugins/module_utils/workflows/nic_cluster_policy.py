@@ -43,11 +43,21 @@ def wait_ready(kube, timeout, clock=None, interval=2.0):
     except WaitTimeout as exc:
         last = exc.details.get("last")
         states = nic_policy.describe_states(last) if last else "no NicClusterPolicy"
+        where = _components(kube, last) if last else ""
         raise GpuPlatformError(
-            "NicClusterPolicy nic-cluster-policy is not ready after %ss: %s. Fix: kubectl -n <network operator "
+            "NicClusterPolicy nic-cluster-policy is not ready after %ss: %s%s. Fix: kubectl -n <network operator "
             "namespace> get pods and read the log of the component that is not ready (a DOCA driver that does not "
-            "build for the node's kernel is the usual cause)" % (timeout, states),
+            "build for the node's kernel is the usual cause)" % (timeout, states, ". " + where if where else ""),
             states=nic_policy.component_states(last) if last else {})
+
+
+def _components(kube, policy):
+    """The policy's component DaemonSets that are not ready, node by node (read once, after the time-out)."""
+    daemonsets = kube.list("apps/v1", "DaemonSet")
+    namespaces = {d["metadata"]["namespace"] for d in daemonsets
+                  if any(r.get("uid") == policy["metadata"].get("uid") for r in d["metadata"].get("ownerReferences") or [])}
+    pods = [p for namespace in sorted(namespaces) for p in kube.list("v1", "Pod", namespace)]
+    return nic_policy.describe_components(policy["metadata"].get("uid"), daemonsets, pods)
 
 
 def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):

@@ -1,0 +1,206 @@
+"""What each node agent leaves on its node, as pure functions of the node's declared hardware and the component's
+own configuration (``tests/fakes/node_agents.py`` runs them while the component's pod runs on the node).
+
+The facts (label names and values, resource names) are the components' own, as their docs and sources give them;
+every function takes plain dicts and returns plain dicts, so each is tested on its own (tests/fakes/test_node_agents.py).
+"""
+
+import json
+
+import yaml
+
+GPU_VENDOR = "10de"
+NFD = "feature.node.kubernetes.io/"
+# MIG profiles of the 80 GB A100 and H100 (NVIDIA's MIG user guide): profile -> the most instances of it on one GPU.
+# The fake's own facts, kept apart from the collection's MIG catalog so that the two can disagree.
+MIG_80GB = {"1g.10gb": 7, "1g.20gb": 4, "2g.20gb": 3, "3g.40gb": 2, "4g.40gb": 1, "7g.80gb": 1}
+MIG_PROFILES = {"NVIDIA-A100-SXM4-80GB": MIG_80GB, "NVIDIA-H100-80GB-HBM3": MIG_80GB}
+# The GPUs' PCI device ids as mig-parted's device-filter spells them (device then vendor).
+DEVICE_FILTER_IDS = {"NVIDIA-A100-SXM4-80GB": "0x20B210DE", "NVIDIA-H100-80GB-HBM3": "0x233010DE"}
+
+
+def nfd_labels(hardware):
+    """NFD worker: PCI vendors present (the classes the GPU and Network Operators' NFD configs list: display,
+    network, InfiniBand), the kernel, the OS release, RDMA capability."""
+    labels = {}
+    kernel = hardware.get("kernel") or ""
+    if kernel:
+        numbers = kernel.split("-", 1)[0].split(".")
+        labels[NFD + "kernel-version.full"] = kernel
+        for key, value in zip(("major", "minor", "revision"), numbers):
+            labels[NFD + "kernel-version." + key] = value
+    release = hardware.get("os") or {}
+    if release.get("id"):
+        labels[NFD + "system-os_release.ID"] = release["id"]
+    if release.get("version_id"):
+        version = release["version_id"]
+        labels[NFD + "system-os_release.VERSION_ID"] = version
+        parts = version.split(".")
+        labels[NFD + "system-os_release.VERSION_ID.major"] = parts[0]
+        if len(parts) > 1:
+            labels[NFD + "system-os_release.VERSION_ID.minor"] = parts[1]
+    if hardware.get("gpus"):
+        labels[NFD + "pci-%s.present" % GPU_VENDOR] = "true"
+    nics = hardware.get("nics")
+    if nics:
+        labels[NFD + "pci-%s.present" % nics["vendor"]] = "true"
+        if nics.get("link_type") == "infiniband":
+            labels[NFD + "rdma.capable"] = "true"
+    return labels
+
+
+def sharing_replicas(config_text, config_name):
+    """(resource name, replicas, renamed) of a device plugin config's time-slicing, or None."""
+    if not config_text:
+        return None
+    config = json.loads(config_text) if config_text.lstrip().startswith("{") else yaml.safe_load(config_text)
+    slicing = ((config or {}).get("sharing") or {}).get("timeSlicing") or {}
+    for resource in slicing.get("resources") or []:
+        if resource.get("name") == "nvidia.com/gpu" and int(resource.get("replicas", 1)) > 1:
+            return resource["name"], int(resource["replicas"]), bool(slicing.get("renameByDefault"))
+    del config_name
+    return None
+
+
+def gfd_labels(hardware, mig=None, strategy="single", replicas=None):
+    """GPU Feature Discovery on a node whose driver is loaded: the ``nvidia.com/gpu.*`` labels, the MIG labels
+    for ``mig`` ({profile: instances per GPU} applied by the MIG manager) under ``strategy``, and time-slicing's
+    replicas."""
+    gpus = hardware.get("gpus")
+    if not gpus:
+        return {}
+    count = gpus["count"]
+    labels = {"nvidia.com/gpu.product": gpus["product"], "nvidia.com/gpu.count": str(count),
+              "nvidia.com/gpu.memory": str(gpus["memory_mib"]), "nvidia.com/gpu.family": gpus["family"],
+              "nvidia.com/gpu.compute.major": str(gpus["compute"][0]),
+              "nvidia.com/gpu.compute.minor": str(gpus["compute"][1]),
+              "nvidia.com/mig.capable": "true" if gpus.get("mig_capable") else "false",
+              "nvidia.com/gpu.replicas": "1", "nvidia.com/gpu.sharing-strategy": "none",
+              "nvidia.com/mig.strategy": strategy}
+    driver = hardware.get("driver_version")
+    if driver:
+        major, minor, rev = (driver.split(".") + ["0", "0"])[:3]
+        labels.update({"nvidia.com/cuda.driver-version.major": major, "nvidia.com/cuda.driver-version.minor": minor,
+                       "nvidia.com/cuda.driver-version.revision": rev, "nvidia.com/cuda.driver-version.full": driver})
+    if mig and strategy == "single" and len(mig) == 1:
+        (profile, per_gpu), = mig.items()
+        labels.update({"nvidia.com/gpu.product": "%s-MIG-%s" % (gpus["product"], profile),
+                       "nvidia.com/gpu.count": str(count * per_gpu)})
+    elif mig and strategy == "mixed":
+        for profile, per_gpu in sorted(mig.items()):
+            labels["nvidia.com/mig-%s.count" % profile] = str(count * per_gpu)
+    if replicas:
+        labels.update({"nvidia.com/gpu.replicas": str(replicas[1]), "nvidia.com/gpu.sharing-strategy": "time-slicing"})
+    return labels
+
+
+def device_plugin_resources(hardware, mig=None, strategy="single", replicas=None):
+    """The NVIDIA device plugin's allocatable: whole GPUs, MIG instances (``nvidia.com/gpu`` under the single
+    strategy, ``nvidia.com/mig-<profile>`` under mixed) or time-slicing's replicas (``nvidia.com/gpu.shared`` when
+    renamed)."""
+    gpus = hardware.get("gpus")
+    if not gpus:
+        return {}
+    count = gpus["count"]
+    if mig:
+        if strategy == "mixed":
+            resources = {"nvidia.com/mig-%s" % p: str(count * n) for p, n in mig.items()}
+            resources["nvidia.com/gpu"] = "0"
+            return resources
+        return {"nvidia.com/gpu": str(count * sum(mig.values()))}
+    if replicas:
+        name, factor, renamed = replicas
+        if renamed:
+            return {name + ".shared": str(count * factor), "nvidia.com/gpu": "0"}
+        return {name: str(count * factor)}
+    return {"nvidia.com/gpu": str(count)}
+
+
+def mig_layout(hardware, config_text, layout):
+    """The MIG manager applying ``layout`` from a mig-parted config (the ConfigMap's ``config.yaml``):
+    ``("success", {profile: instances per GPU})`` or ``("failed", why)``."""
+    gpus = hardware.get("gpus") or {}
+    if not gpus.get("mig_capable"):
+        return "failed", "the node's GPU (%s) is not MIG capable" % (gpus.get("product") or "none")
+    try:
+        config = yaml.safe_load(config_text or "") or {}
+    except yaml.YAMLError as exc:
+        return "failed", "the mig-parted config is not YAML: %s" % exc
+    entries = (config.get("mig-configs") or {}).get(layout)
+    if not entries:
+        return "failed", "no config %r in the mig-parted ConfigMap" % layout
+    product = gpus["product"]
+    valid = MIG_PROFILES.get(product, {})
+    own_id = DEVICE_FILTER_IDS.get(product, "").lower()
+    applied = None
+    for entry in entries:
+        filters = entry.get("device-filter")
+        filters = [filters] if isinstance(filters, str) else filters or []
+        if filters and own_id not in [f.lower() for f in filters]:
+            continue
+        applied = {}
+        if entry.get("mig-enabled"):
+            for profile, instances in (entry.get("mig-devices") or {}).items():
+                if profile not in valid or int(instances) > valid[profile]:
+                    return "failed", "%s x%s is not a valid MIG layout for %s" % (profile, instances, product)
+                applied[profile] = int(instances)
+        break
+    if applied is None:
+        return "failed", "no entry of config %r applies to %s" % (layout, product)
+    return "success", applied
+
+
+def default_mig_parted_config():
+    """The GPU Operator's default mig-parted ConfigMap (the part for the fleet's 80 GB GPUs): all-disabled,
+    all-enabled, and one ``all-<profile>`` per MIG profile."""
+    configs = {"all-disabled": [{"devices": "all", "mig-enabled": False}],
+               "all-enabled": [{"devices": "all", "mig-enabled": True, "mig-devices": {}}]}
+    for profile, instances in MIG_80GB.items():
+        configs["all-" + profile] = [{"device-filter": sorted(DEVICE_FILTER_IDS.values()), "devices": "all",
+                                      "mig-enabled": True, "mig-devices": {profile: instances}}]
+    return yaml.safe_dump({"version": "v1", "mig-configs": configs}, sort_keys=True)
+
+
+def _selected(nics, selectors):
+    """Whether the node's NICs match a device plugin's selectors (vendors, deviceIDs, linkTypes, ifNames)."""
+    if not nics:
+        return False
+    checks = (("vendors", nics["vendor"]), ("deviceIDs", nics["device"]), ("devices", nics["device"]),
+              ("linkTypes", nics["link_type"]))
+    for key, value in checks:
+        wanted = [str(v).lower() for v in selectors.get(key) or []]
+        if wanted and value.lower() not in wanted:
+            return False
+    names = selectors.get("ifNames") or selectors.get("pfNames") or []
+    return not names or any(name in nics.get("netdevs", []) for name in names)
+
+
+def rdma_shared_resources(hardware, config):
+    """The RDMA shared device plugin: ``rdma/<resourceName>`` = rdmaHcaMax for each resource whose selectors
+    match the node's NICs. ``config``: the NicClusterPolicy's ``rdmaSharedDevicePlugin.config`` (JSON text)."""
+    try:
+        parsed = json.loads(config or "{}")
+    except ValueError:
+        return {}
+    out = {}
+    for resource in parsed.get("configList") or []:
+        if _selected(hardware.get("nics"), resource.get("selectors") or {}):
+            prefix = resource.get("resourcePrefix") or "rdma"
+            out["%s/%s" % (prefix, resource["resourceName"])] = str(resource.get("rdmaHcaMax", 1000))
+    return out
+
+
+def sriov_resources(hardware, config):
+    """The SR-IOV network device plugin: ``<resourcePrefix>/<resourceName>`` = the matching NICs (one VF each, as
+    Azure presents its InfiniBand NICs). ``config``: the NicClusterPolicy's ``sriovDevicePlugin.config``."""
+    try:
+        parsed = json.loads(config or "{}")
+    except ValueError:
+        return {}
+    out = {}
+    nics = hardware.get("nics")
+    for resource in parsed.get("resourceList") or []:
+        if _selected(nics, resource.get("selectors") or {}):
+            prefix = resource.get("resourcePrefix") or "nvidia.com"
+            out["%s/%s" % (prefix, resource["resourceName"])] = str(nics["count"])
+    return out
