@@ -167,6 +167,26 @@ def write_connection(state, ports):
     return path
 
 
+def _install_kwok_logs_crd(api):
+    """KWOK's ``Logs`` CRD, from the pinned KWOK module (the node agents make one per smoke pod)."""
+    import yaml
+    from .build import KWOK_MODULE, module_dir
+    path = module_dir(os.environ.get("GO") or "go", KWOK_MODULE, "sigs.k8s.io/kwok") / "kustomize" / "crd" / "bases" \
+        / "kwok.x-k8s.io_logs.yaml"
+    crd = yaml.safe_load(path.read_text())
+    code, body = api.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    if code not in (201, 409):
+        raise ClusterError("installing KWOK's Logs CRD failed: %s %s" % (code, body.get("message")))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        code, body = api.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + crd["metadata"]["name"])
+        if any(c.get("type") == "Established" and c.get("status") == "True"
+               for c in (body.get("status") or {}).get("conditions") or []):
+            return
+        time.sleep(0.2)
+    raise ClusterError("KWOK's Logs CRD is not Established after 60 s")
+
+
 def _running(state, data):
     """True when a recorded cluster runs whole; a part that died is an error naming it."""
     records = data.get("components") or {}
@@ -220,6 +240,8 @@ def up(args):
                                   for a in component.argv]
             data["components"][component.name] = start(component, state, pki, timeout)
             state.save(data)
+            if component.name == "kube-apiserver":  # before KWOK starts: it watches Logs objects (--enable-crds)
+                _install_kwok_logs_crd(Api(server, pki))
         api = Api(server, pki)
         nodes = add_fleet(api, count, timeout, profile)
         _install_present_crds(api)

@@ -90,6 +90,7 @@ def control_plane(binaries, state, pki, ports):
             "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             # a pod a node agent annotated so keeps the status the agent gives it (a component that never gets Ready)
             "--disregard-status-with-annotation-selector=kwok.x-k8s.io/status=custom",
+            "--enable-crds=Logs",  # a smoke pod's logs: the Logs object the node agents make for it
             "--node-ip=" + bind, "--node-port=%d" % ports["kwok"],
             "--server-address=%s:%d" % (bind, ports["kwok"]),
             "--tls-cert-file=%s" % pki.cert("serving-kwok"), "--tls-private-key-file=%s" % pki.key("serving-kwok"),

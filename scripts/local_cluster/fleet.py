@@ -196,68 +196,58 @@ def declared_hardware(node):
     return json.loads(text) if text else None
 
 
-# container name -> what it prints (the smoke tests judge these as they would a GPU's output)
-def pod_logs():
-    from tests.fakes.gpu_operator import NVIDIA_SMI
-    from tests.fakes.nccl_logs import NCCL_IB_LOG
-    # a gang member prints when it started (the smoke test checks every member started within its window)
-    gang = "gpu-platform-smoke started %sZ on its node\n" % LOG_TIME.split(".", maxsplit=1)[0]
-    return {"nvidia-smi": NVIDIA_SMI, "mpirun": NCCL_IB_LOG, "gang-member": gang}
+LOGS_WRITTEN = "fake.gpu-platform.io/logs"  # set on a smoke pod once its logs are written (node_agent_smoke.py)
+SMOKE_LABEL = "gpu-platform.io/smoke"
+COMPLETED = (
+    "{{ $now := Now }}\n"
+    "containerStatuses:\n"
+    "{{ range .spec.containers }}\n"
+    "- name: {{ .name | Quote }}\n"
+    "  image: {{ .image | Quote }}\n"
+    "  ready: false\n"
+    "  restartCount: 0\n"
+    "  started: false\n"
+    "  state:\n"
+    "    terminated:\n"
+    "      exitCode: 0\n"
+    "      reason: Completed\n"
+    "      startedAt: {{ $now | Quote }}\n"
+    "      finishedAt: {{ $now | Quote }}\n"
+    "{{ end }}\n"
+    "phase: Succeeded\n")
+RUNNING = [{"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+           {"key": ".status.phase", "operator": "In", "values": ["Running"]}]
 
 
-LOG_TIME = "2026-01-01T00:00:00.000000000Z"
+def _stage(name, expressions):
+    return {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": name},
+            "spec": {"resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+                     "selector": {"matchExpressions": RUNNING + expressions},
+                     "next": {"statusTemplate": COMPLETED}}}
 
 
-def cri_log(text):
-    """``text`` in the container runtime's log format, which KWOK's log server reads: one
-    ``<time> stdout F <line>`` record per line."""
-    return "".join("%s stdout F %s\n" % (LOG_TIME, line) for line in text.splitlines())
-
-
-# Our own stage (written here, in KWOK's Stage API): a bare pod that runs to completion (restartPolicy
-# Never, no owner) finishes as Succeeded once Running, as a smoke test's nvidia-smi pod does on a GPU.
-BARE_POD_COMPLETE = {
-    "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage",
-    "metadata": {"name": "gpu-platform-bare-pod-complete"},
-    "spec": {"resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-             "selector": {"matchExpressions": [
-                 {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
-                 {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-                 {"key": ".spec.restartPolicy", "operator": "In", "values": ["Never"]},
-                 {"key": ".metadata.ownerReferences", "operator": "DoesNotExist"}]},
-             "next": {"statusTemplate": (
-                 "{{ $now := Now }}\n"
-                 "containerStatuses:\n"
-                 "{{ range .spec.containers }}\n"
-                 "- name: {{ .name | Quote }}\n"
-                 "  image: {{ .image | Quote }}\n"
-                 "  ready: false\n"
-                 "  restartCount: 0\n"
-                 "  started: false\n"
-                 "  state:\n"
-                 "    terminated:\n"
-                 "      exitCode: 0\n"
-                 "      reason: Completed\n"
-                 "      startedAt: {{ $now | Quote }}\n"
-                 "      finishedAt: {{ $now | Quote }}\n"
-                 "{{ end }}\n"
-                 "phase: Succeeded\n")}},
-}
+# Our own stages (written here, in KWOK's Stage API), in place of KWOK's pod-complete: a pod of a Job, or a bare pod
+# that runs to completion (restartPolicy Never, no owner, as a smoke test's nvidia-smi pod), finishes as Succeeded once
+# Running; a smoke test's pod only once the node agents have written its logs (what it printed is then decided).
+OWNED_BY_JOB = {"key": ".metadata.ownerReferences.[].kind", "operator": "In", "values": ["Job"]}
+BARE = [{"key": ".spec.restartPolicy", "operator": "In", "values": ["Never"]},
+        {"key": ".metadata.ownerReferences", "operator": "DoesNotExist"}]
+NOT_SMOKE = {"key": '.metadata.labels["%s"]' % SMOKE_LABEL, "operator": "DoesNotExist"}
+LOGGED = [{"key": '.metadata.labels["%s"]' % SMOKE_LABEL, "operator": "Exists"},
+          {"key": '.metadata.annotations["%s"]' % LOGS_WRITTEN, "operator": "Exists"}]
+STAGES = [_stage("gpu-platform-job-pod-complete", [OWNED_BY_JOB, NOT_SMOKE]),
+          _stage("gpu-platform-bare-pod-complete", BARE + [NOT_SMOKE]),
+          _stage("gpu-platform-smoke-job-pod-complete", [OWNED_BY_JOB] + LOGGED),
+          _stage("gpu-platform-smoke-bare-pod-complete", BARE + LOGGED)]
+UPSTREAM_LEFT_OUT = ("pod-complete.yaml",)  # replaced by STAGES
 
 
 def write_kwok_config(state_dir, upstream_stages):
-    """kwok.yaml (KWOK's options come from its flags): the upstream stages (node init, lease heartbeat, pod ready/complete/delete), ours, and logs."""
+    """kwok.yaml (KWOK's options come from its flags): our stages; then the upstream stages (node init, lease
+    heartbeat, pod ready/delete). Pods' logs are not configured here: the node agents write each smoke pod's logs
+    and a KWOK ``Logs`` object for it (KWOK runs with ``--enable-crds=Logs``)."""
     state_dir = Path(state_dir)
-    logs_dir = state_dir / "pod-logs"
-    logs_dir.mkdir(parents=True, exist_ok=True)
-    logs = []
-    for container, text in sorted(pod_logs().items()):
-        path = logs_dir / ("%s.log" % container)
-        path.write_text(cri_log(text))
-        logs.append({"containers": [container], "logsFile": str(path)})
-    documents = [BARE_POD_COMPLETE,
-                 {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs",
-                  "metadata": {"name": "gpu-platform-smoke-logs"}, "spec": {"logs": logs}}]
+    (state_dir / "pod-logs").mkdir(parents=True, exist_ok=True)
     ours = state_dir / "kwok.yaml"
-    ours.write_text(yaml.safe_dump_all(documents, sort_keys=False))
-    return [ours] + [Path(p) for p in upstream_stages]
+    ours.write_text(yaml.safe_dump_all(STAGES, sort_keys=False))
+    return [ours] + [Path(p) for p in upstream_stages if Path(p).name not in UPSTREAM_LEFT_OUT]

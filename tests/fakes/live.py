@@ -23,8 +23,8 @@ Pieces, usable from tests:
   seen), ``rv``; ``group``, ``kind``, ``name``, ``namespace``.
 * ``LiveClock``: ``RealClock`` whose timers run on the dispatcher thread.
 
-``--logs-dir`` names the directory whose files KWOK serves as the ``nvidia-smi`` and ``mpirun`` containers'
-logs (written by scripts/local_cluster); the controllers here write no logs, so it is only checked and reported.
+``--logs-dir`` names the directory where the node agents write each smoke pod's logs (``node_agent_smoke.py``), which
+KWOK serves through a ``Logs`` object per pod.
 """
 
 import argparse
@@ -359,7 +359,7 @@ def _connect(kubeconfig, stop):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tests.fakes.live", description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--kubeconfig", required=True, help="admin kubeconfig of the cluster")
-    parser.add_argument("--logs-dir", help="where KWOK's pod log files are (checked and reported only)")
+    parser.add_argument("--logs-dir", help="where the node agents write the smoke pods' logs (KWOK serves them)")
     parser.add_argument("--health-port", type=int, default=0, help="port of GET /healthz on 127.0.0.1")
     parser.add_argument("--network-ready-after", type=float, default=2.0,
                         help="seconds until the NicClusterPolicy's components report ready")
@@ -373,13 +373,13 @@ def main(argv=None):
     log_line("simulated operators: healthz on http://127.0.0.1:%d/healthz, kubeconfig %s"
              % (health.server_address[1], args.kubeconfig))
     if args.logs_dir:
-        found = sorted(os.listdir(args.logs_dir)) if os.path.isdir(args.logs_dir) else None
-        log_line("pod logs (served by KWOK): %s: %s" % (args.logs_dir, ", ".join(found) if found else "MISSING"))
+        log_line("smoke pods' logs (written here, served by KWOK): %s%s"
+                 % (args.logs_dir, "" if os.path.isdir(args.logs_dir) else " (MISSING)"))
     store = _connect(args.kubeconfig, stop)
     runner = None
     if store is not None:
         runner = LiveRunner(store, live_controllers(network_ready_after=args.network_ready_after,
-                                                    mig_delay=args.mig_delay)).start()
+                                                    mig_delay=args.mig_delay, logs_dir=args.logs_dir)).start()
         health.runner = runner
         log_line("controllers: %s; watches: %s" % (", ".join(type(c).__name__ for c in runner.controllers),
                                                    ", ".join(w.name for w in runner.watchers)))

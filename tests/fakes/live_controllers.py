@@ -33,6 +33,7 @@ from .driver_upgrade import DRIVER_SELECTOR, SimulatedDriverUpgrade
 from .gpu_operator import GPU_NODE_LABEL as GPU_PRESENT, OPERANDS, SimulatedGpuOperator
 from .live_network import LiveNetworkOperator
 from .node_agent_effects import default_mig_parted_config
+from .node_agent_smoke import SmokeLogs
 from .node_agents import NodeAgents
 from .live_volcano import LiveVolcanoJobs
 
@@ -231,8 +232,8 @@ class LiveDriverUpgrade(SimulatedDriverUpgrade):
         return False
 
 
-def live_controllers(network_ready_after=2.0, mig_delay=1.0, volcano_retry=5.0, upgrade_step=1.0):
+def live_controllers(network_ready_after=2.0, mig_delay=1.0, volcano_retry=5.0, upgrade_step=1.0, logs_dir=None):
     """Fresh instances of the controllers ``live.py`` runs against the local control plane."""
     del network_ready_after  # the network's readiness is its DaemonSets' now (LiveNetworkOperator)
-    return [LiveGpuOperator(), LiveNetworkOperator(), NodeAgents(mig_delay=mig_delay),
+    return [LiveGpuOperator(), LiveNetworkOperator(), NodeAgents(mig_delay=mig_delay), SmokeLogs(logs_dir),
             LiveVolcanoJobs(retry=volcano_retry), SimulatedDraDriver(), LiveDriverUpgrade(step=upgrade_step)]

@@ -152,9 +152,11 @@ def mig_layout(hardware, config_text, layout):
 
 def default_mig_parted_config():
     """The GPU Operator's default mig-parted ConfigMap (the part for the fleet's 80 GB GPUs): all-disabled,
-    all-enabled, and one ``all-<profile>`` per MIG profile."""
+    all-enabled, all-balanced, and one ``all-<profile>`` per MIG profile."""
     configs = {"all-disabled": [{"devices": "all", "mig-enabled": False}],
-               "all-enabled": [{"devices": "all", "mig-enabled": True, "mig-devices": {}}]}
+               "all-enabled": [{"devices": "all", "mig-enabled": True, "mig-devices": {}}],
+               "all-balanced": [{"device-filter": sorted(DEVICE_FILTER_IDS.values()), "devices": "all",
+                                 "mig-enabled": True, "mig-devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}}]}
     for profile, instances in MIG_80GB.items():
         configs["all-" + profile] = [{"device-filter": sorted(DEVICE_FILTER_IDS.values()), "devices": "all",
                                       "mig-enabled": True, "mig-devices": {profile: instances}}]

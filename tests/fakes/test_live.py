@@ -343,6 +343,6 @@ def test_command_line_serves_healthz_and_stops_on_sigterm(fake, tmp_path):
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
-    assert "pod logs (served by KWOK): %s: nvidia-smi.log" % (tmp_path / "logs") in out
+    assert "smoke pods' logs (written here, served by KWOK): %s\n" % (tmp_path / "logs") in out
     assert "patch v1 Node gpu-node-1" in out and "watching core/Node" in out
     assert "Traceback" not in err

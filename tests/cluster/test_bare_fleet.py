@@ -1,0 +1,153 @@
+"""The platform on a fleet that starts bare: the AKS ND H100 v5 pool as ``az aks nodepool add --gpu-driver none``
+leaves it (``CLUSTER_PROFILE=aks-nd-h100-v5``), each node's labels and resources given only by the node agents while
+the component that would give them runs there (docs/testing.md).
+
+``ansible-playbook site.yml -i inventories/aks -e @<cluster>/connection.yml`` (the connection file ``cluster-up``
+writes) converges from the bare pool to a passing RDMA proof in one run, and the second run changes nothing; a stuck
+SR-IOV device plugin stops the run in the network layer, naming the component and the node, before anything of the
+GPU Operator is installed; a MIG layout the MIG manager's ConfigMap lacks ends ``failed``, and ``mig_profile`` says so.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from kubernetes import config, dynamic
+from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+
+from tests.fakes.charts import helm_env
+from tests.local_cluster import ROOT, _session_cluster, cluster_command
+from tests.playbooks.conftest import PlayResult, site_env
+
+pytestmark = pytest.mark.slow
+NCCL_IMAGE = "registry.example.com/hpc/nccl-tests@sha256:" + "a" * 64  # pinned by digest, as inventories/aks asks
+GPU_NODES = 2
+BARE_DOMAINS = ("nvidia.com/", "feature.node.kubernetes.io/")
+
+
+@pytest.fixture(scope="module")
+def aks_cluster():
+    """A fresh cluster of the bare AKS profile, for this module."""
+    os.environ["CLUSTER_PROFILE"], os.environ["CLUSTER_GPU_NODES"] = "aks-nd-h100-v5", str(GPU_NODES)
+    try:
+        yield from _session_cluster(ROOT / "build" / "test-cluster-aks")
+    finally:
+        os.environ.pop("CLUSTER_PROFILE", None)
+        os.environ.pop("CLUSTER_GPU_NODES", None)
+
+
+@pytest.fixture(scope="module")
+def aks_fault_cluster():
+    """Another fresh one, for the fault: its network layer is stopped before the GPU Operator is installed."""
+    os.environ["CLUSTER_PROFILE"], os.environ["CLUSTER_GPU_NODES"] = "aks-nd-h100-v5", str(GPU_NODES)
+    try:
+        yield from _session_cluster(ROOT / "build" / "test-cluster-aks-fault")
+    finally:
+        os.environ.pop("CLUSTER_PROFILE", None)
+        os.environ.pop("CLUSTER_GPU_NODES", None)
+
+
+class Aks:
+    def __init__(self, cluster, tmp_path):
+        self.cluster = cluster
+        self.env = dict(site_env(helm_env(tmp_path / "helm-env")), CLUSTER_DIR=str(cluster.dir))
+        self.dyn = dynamic.DynamicClient(config.new_client_from_config(config_file=cluster.kubeconfig))
+
+    def run(self, *extra, playbook="site.yml"):
+        command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
+                   str(ROOT / "inventories" / "aks"), str(ROOT / playbook), "-e", "@%s" % (self.cluster.dir /
+                                                                                        "connection.yml"),
+                   "-e", "smoke_tests_nccl_image=" + NCCL_IMAGE, *extra]
+        proc = subprocess.run(command, env=self.env, capture_output=True, text=True, cwd=str(ROOT), check=False,
+                              timeout=1200)
+        return PlayResult(proc)
+
+    def get(self, api_version, kind, name=None, namespace=None):
+        try:
+            resource = self.dyn.resources.get(api_version=api_version, kind=kind)
+            return resource.get(name=name, namespace=namespace).to_dict()
+        except (NotFoundError, ResourceNotFoundError):
+            return None
+
+    def gpu_nodes(self):
+        nodes = self.get("v1", "Node")["items"]
+        return [n for n in nodes if n["metadata"]["labels"].get("kubernetes.azure.com/accelerator") == "nvidia"]
+
+
+def test_the_aks_pool_starts_bare(aks_cluster, tmp_path):
+    aks = Aks(aks_cluster, tmp_path)
+    nodes = aks.get("v1", "Node")["items"]
+    assert len(nodes) == GPU_NODES + 1
+    for node in nodes:
+        name, labels = node["metadata"]["name"], node["metadata"]["labels"]
+        assert [k for k in labels if k.startswith(BARE_DOMAINS)] == [], name
+        allocatable = node["status"]["allocatable"]
+        assert [k for k in allocatable if k.startswith(("nvidia.com/", "rdma/"))] == [], name
+    assert len(aks.gpu_nodes()) == GPU_NODES
+    assert aks.gpu_nodes()[0]["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "Standard_ND96isr_H100_v5"
+
+
+def test_site_converges_from_the_bare_pool_to_a_passing_rdma_proof(aks_cluster, tmp_path):
+    aks = Aks(aks_cluster, tmp_path)
+    first = aks.run()
+    assert first.rc == 0, first.failure_messages() or first.stderr[-3000:]
+    for node in aks.gpu_nodes():
+        name, labels = node["metadata"]["name"], node["metadata"]["labels"]
+        assert labels.get("nvidia.com/gpu.present") == "true", name
+        assert labels.get("nvidia.com/gpu.product") == "NVIDIA-H100-80GB-HBM3", name
+        assert node["status"]["allocatable"].get("nvidia.com/gpu") == "8", name
+        assert node["status"]["allocatable"].get("rdma/ib") == "8", name
+    summary = "\n".join(json.dumps(res.get("msg")) for task, res in first.tasks()
+                        if task.endswith("What was written and which versions are pinned"))
+    assert "Smoke tests passed for gpu_operator, scheduling and network_operator" in summary
+    policy = aks.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
+    assert policy["spec"]["driver"]["rdma"]["enabled"] is True  # the operator's driver loads peermem
+    second = aks.run()
+    assert second.rc == 0, second.failure_messages()
+    assert second.changed == 0, [task for task, res in second.tasks() if res.get("changed")]
+
+
+def test_a_layout_the_mig_config_map_lacks_fails_naming_the_node(aks_cluster, tmp_path):
+    """The MIG manager reads its ConfigMap (the ClusterPolicy's migManager.config.name): a layout missing there ends
+    ``failed`` on the node, and mig_profile stops naming the node and the state."""
+    aks = Aks(aks_cluster, tmp_path)
+    namespace = "gpu-operator"
+    aks.dyn.resources.get(api_version="v1", kind="ConfigMap").create(namespace=namespace, body={
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "partial-mig-parted-config"},
+        "data": {"config.yaml": "version: v1\nmig-configs:\n  all-disabled:\n    - devices: all\n"
+                                "      mig-enabled: false\n"}})
+    policies = aks.dyn.resources.get(api_version="nvidia.com/v1", kind="ClusterPolicy")
+    policies.patch(name="cluster-policy", content_type="application/merge-patch+json",
+                   body={"spec": {"migManager": {"config": {"name": "partial-mig-parted-config"}}}})
+    node = aks.gpu_nodes()[0]["metadata"]["name"]
+    play = tmp_path / "mig.yml"
+    play.write_text(
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - gpu_platform.cluster.mig_profile:\n"
+        "        kubeconfig: %s\n        nodes: [%s]\n        profile: all-balanced\n        wait_timeout: 60\n"
+        % (aks_cluster.kubeconfig, node))
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", str(play)]
+    result = PlayResult(subprocess.run(command, env=aks.env, capture_output=True, text=True, cwd=str(ROOT),
+                                       check=False, timeout=300))
+    assert result.rc != 0
+    message = " ".join(result.failure_messages())
+    assert node in message and "failed" in message, message
+    labels = aks.get("v1", "Node", node)["metadata"]["labels"]
+    assert labels["nvidia.com/mig.config.state"] == "failed"
+
+
+def test_a_stuck_sriov_device_plugin_stops_site_in_the_network_layer(aks_fault_cluster, tmp_path):
+    aks = Aks(aks_fault_cluster, tmp_path)
+    node = aks.gpu_nodes()[0]["metadata"]["name"]
+    proc = cluster_command("fault", "sriov-device-plugin:stuck:" + node, env=aks_fault_cluster.env())
+    assert proc.returncode == 0, proc.stderr
+    result = aks.run("-e", "network_operator_wait_timeout=45")
+    assert result.rc != 0
+    message = " ".join(result.failure_messages())
+    assert "state-SRIOV-device-plugin=notReady" in message, message
+    assert "DaemonSet nvidia-network-operator/network-operator-sriov-device-plugin: pods not Ready on node %s " \
+           "(CrashLoopBackOff" % node in message, message
+    assert aks.get("v1", "Namespace", "gpu-operator") is None  # nothing of the GPU Operator was installed
+    assert aks.get("nvidia.com/v1", "ClusterPolicy") is None or aks.get("nvidia.com/v1", "ClusterPolicy")["items"] == []
