@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from scripts.local_cluster.processes import tail
+from tests.gitops_checks import ready_condition
 from tests.local_cluster import kubectl
 
 CONVERGE_TIMEOUT = 300
@@ -36,13 +37,6 @@ def get(cluster, kind, name, namespace):
     return json.loads(proc.stdout)
 
 
-def ready_condition(obj):
-    for condition in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return condition
-    return {}
-
-
 def wait_for(cluster, kind, name, namespace, check, what, timeout=CONVERGE_TIMEOUT):
     """Poll the object until ``check(obj)`` is true (returns the object); at the deadline, fail naming the object,
     its Ready condition and the log of the controller that reconciles it."""
@@ -60,11 +54,6 @@ def wait_for(cluster, kind, name, namespace, check, what, timeout=CONVERGE_TIMEO
                          % (kind, namespace, name, what, timeout, condition.get("status", "<none>"),
                             condition.get("reason", ""), condition.get("message", "<no Ready condition>")
                             if obj is not None else "<the object does not exist>", log, tail(log, 25)))
-
-
-def is_ready(obj):
-    return ready_condition(obj).get("status") == "True" and \
-        obj["status"].get("observedGeneration") == obj["metadata"]["generation"]
 
 
 class Worktree:

@@ -11,8 +11,11 @@ On a local control plane of its own with the Flux controllers (``up --gitops`` i
    pin), into a git working copy, pushed to the cluster's git server. The charts come from the cluster's loopback
    chart repository through the inventory's ``*_chart_repo_url`` overrides, at their pinned versions. The node
    labels the bundle leaves to a documented step (``*-node-labels.yaml``) are applied as docs/gitops.md says.
-3. **Bootstrap one Kustomization at the root** and wait (bounded) until every Kustomization and HelmRelease is
-   Ready; every object of every unit exists on the cluster (admitted by the real API server).
+3. **Bootstrap one Kustomization at the root**, first with the RDMA shared device plugin's node agent stuck on one
+   node (``make cluster-fault``): the network-config unit's NicClusterPolicy health check (``healthCheckExprs``) keeps
+   it not Ready, and the GPU Operator's unit applies nothing for 45 s; then unstuck, wait (bounded) until every
+   Kustomization and HelmRelease is Ready; every object of every unit exists on the cluster (admitted by the real
+   API server).
 4. **A second render changes nothing**: no file differs, nothing to commit, and a reconcile on request applies
    no new revision and no new Helm release revision.
 5. **Self-heal**: a ClusterQueue and the time-slicing ConfigMap deleted by hand are put back.
@@ -21,8 +24,12 @@ On a local control plane of its own with the Flux controllers (``up --gitops`` i
    at the new revision only after it, and everything is Ready again.
 
 It writes ``kubectl get kustomizations,helmreleases -A -o json`` to ``build/gitops/status.json`` and prints, last,
-``gitops: K/K Kustomizations Ready, H/H HelmReleases Ready``. Any failure is one message naming the step, the
-object and its condition, and exits 1; the cluster is stopped unless ``--keep``.
+``gitops: K/N Kustomizations Ready, H/M HelmReleases Ready``, counted from that same list: K and H are the bundle's
+Kustomizations and HelmReleases read from the cluster and Ready, N and M how many the rendered bundle makes (its root
+Kustomization included); fewer read or Ready than the bundle has, or a Flux object the bundle does not make, fails.
+Any failure is one message naming the step, the object and its condition, and exits 1; the cluster is stopped unless
+``--keep``. The verdicts themselves are pure functions in tests/gitops_checks.py, unit-tested in
+tests/unit/test_gitops_checks.py.
 """
 from __future__ import annotations
 
@@ -36,7 +43,9 @@ import time
 
 import yaml
 
-from tests.flux import RESOURCE, Worktree, is_ready, kubectl, ready_condition, wait_for
+from tests.flux import RESOURCE, Worktree, kubectl, wait_for
+from tests.gitops_checks import (expected_flux_objects, image_problems, is_ready, missing_crd_kind, nic_repositories,
+                                 order_problem, ready_condition, ready_summary, ready_times, unit_objects, waiting_for)
 from tests.local_cluster import ROOT, LocalCluster, cluster_command
 from tests.schema.bundle_order import order_problems
 
@@ -87,17 +96,6 @@ def render(cluster, folder, *extra):
         raise Failed("the rendered bundle's order is wrong:\n" + "\n".join(problems))
 
 
-def unit_objects(folder):
-    """{unit: [objects]} of every unit the root's Flux Kustomizations apply."""
-    out = {}
-    for name in yaml.safe_load((folder / "kustomization.yaml").read_text())["resources"]:
-        flux = yaml.safe_load((folder / name).read_text())
-        unit = flux["spec"]["path"].rsplit("/", 1)[1]
-        listed = yaml.safe_load((folder / unit / "kustomization.yaml").read_text())["resources"]
-        out[unit] = [doc for file in listed for doc in yaml.safe_load_all((folder / unit / file).read_text()) if doc]
-    return out
-
-
 def label_nodes(cluster, folder):
     """The documented step for the node labels the bundle does not apply (docs/gitops.md): playbooks/node_labels.yml.
     Its --check fails while the nodes differ from the bundle, the run applies them, and its --check then passes."""
@@ -116,30 +114,55 @@ def label_nodes(cluster, folder):
 
 # -- the cluster's Flux objects -----------------------------------------------------------------------------------
 
+STUCK = "rdma-shared-device-plugin:stuck:gpu-node-1"  # the network agent's fault on one RDMA node (docs/testing.md)
+HELD = 45  # seconds the GPU Operator's unit must stay held back while the network is not ready
+
+
+def fault(cluster, text):
+    proc = cluster_command("fault", text, env=cluster.env())
+    if proc.returncode != 0:
+        raise Failed("make cluster-fault FAULT=%s failed: %s" % (text, proc.stderr.strip()))
+
+
+def held_back(cluster, timeout=CONVERGE):
+    """While the RDMA shared device plugin is stuck on a node, the network-config unit (its NicClusterPolicy's
+    healthCheckExprs: status.state ready) stays not Ready, so the GPU Operator's unit, which depends on it, applies
+    nothing: no gpu-operator HelmRelease for HELD seconds after the Network Operator's unit is Ready."""
+    deadline = time.monotonic() + timeout
+
+    def by_name():
+        return {o["metadata"]["name"]: o for o in flux_list(cluster) if o["kind"] == "Kustomization"}
+    while not is_ready(by_name().get("gpu-platform-network-operator")):
+        if time.monotonic() > deadline:
+            raise Failed("the network-operator unit is not Ready after %d s" % timeout)
+        time.sleep(2)
+    watched = time.monotonic()
+    while time.monotonic() - watched < HELD:
+        items = by_name()
+        network, gpu = items.get("gpu-platform-network-config"), items.get("gpu-platform-gpu-operator")
+        if is_ready(network):
+            raise Failed("the network-config unit is Ready while the RDMA device plugin is stuck: %s"
+                         % ready_condition(network))
+        if exists(cluster, {"kind": "HelmRelease", "apiVersion": "helm.toolkit.fluxcd.io/v2",
+                            "metadata": {"name": "gpu-operator", "namespace": "gpu-operator"}}):
+            raise Failed("the GPU Operator's HelmRelease was applied while the network is not ready")
+        time.sleep(3)
+    return ("network agent stuck (%s): network-config not Ready (%s), gpu-operator unit held back for %d s (%s)"
+            % (STUCK, ready_condition(network).get("reason"), HELD, ready_condition(gpu).get("reason")))
+
 def flux_list(cluster):
     proc = kubectl(cluster, "get", "%s,%s" % (RESOURCE["Kustomization"], RESOURCE["HelmRelease"]), "-A", "-o", "json")
     return json.loads(proc.stdout)["items"]
 
 
-def not_ready(items):
-    return ["%s %s/%s: %s" % (o["kind"], o["metadata"]["namespace"], o["metadata"]["name"],
-                              ready_condition(o).get("message", "no Ready condition yet")[:300])
-            for o in items if not is_ready(o)]
-
-
-def wait_all_ready(cluster, expect_kustomizations, revision=None, timeout=CONVERGE):
-    """Until every Kustomization (at ``revision``, when given) and HelmRelease is Ready; returns the list."""
+def wait_all_ready(cluster, expected, revision=None, timeout=CONVERGE):
+    """Until every Kustomization (at ``revision``, when given) and HelmRelease the bundle makes (``expected``, from
+    expected_flux_objects) exists and is Ready; returns the list read last."""
     deadline = time.monotonic() + timeout
     shown = None
     while True:
         items = flux_list(cluster)
-        names = {o["metadata"]["name"] for o in items if o["kind"] == "Kustomization"}
-        waiting = not_ready(items) + ["Kustomization %s: not created yet" % n for n in expect_kustomizations - names]
-        if revision:
-            waiting += ["Kustomization %s: at %s, not %s" % (o["metadata"]["name"], o["status"].get("lastAppliedRevision"),
-                                                             revision)
-                        for o in items if o["kind"] == "Kustomization" and is_ready(o)
-                        and o["status"].get("lastAppliedRevision") != revision]
+        waiting = waiting_for(items, expected, revision)
         if not waiting:
             return items
         if len(waiting) != shown:
@@ -182,7 +205,9 @@ def exists(cluster, obj):
 # -- the steps ------------------------------------------------------------------------------------------------------
 
 def flat_layout_fails(cluster, work, units):
-    """Step 1: the former flat layout on the same rig (before any chart is installed): refused as a whole."""
+    """Step 1: the former flat layout on the same rig (before any chart is installed): refused as a whole, because a
+    custom resource's CRD is not there yet (the message names that kind; any other refusal, or a "not found" of
+    something else, fails the step)."""
     flat = Worktree(work / "flat", cluster.git_repo("flat"))
     files = {"flat/objects-%d.yaml" % i: objs for i, objs in enumerate(units.values())}
     files["flat/kustomization.yaml"] = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
@@ -194,8 +219,9 @@ def flat_layout_fails(cluster, work, units):
                       and o["status"].get("lastAttemptedRevision") == revision,
                       "refused", timeout=300)
     message = ready_condition(failed).get("message", "")
-    if "no matches for kind" not in message and "not found" not in message:
-        raise Failed("the flat layout failed for another reason than a missing CRD: %s" % message)
+    kinds = {o["kind"]: o["apiVersion"] for objs in units.values() for o in objs}
+    if missing_crd_kind(message, kinds) is None:
+        raise Failed("the flat layout failed for another reason than a missing CRD of one of its kinds: %s" % message)
     if failed["status"].get("lastAppliedRevision"):
         raise Failed("the flat layout was (partly) applied: %s" % failed["status"]["lastAppliedRevision"])
     kubectl(cluster, "-n", FLUX_NS, "delete", RESOURCE["Kustomization"], "flat", "--wait=true", "--timeout=120s")
@@ -238,16 +264,19 @@ def run(cluster, work):
 
     say("1b. node labels (playbooks/node_labels.yml): %s" % label_nodes(cluster, folder))
     revision = commit_folder(worktree, "the GPU platform, rendered by site.yml")
+    fault(cluster, STUCK)
     kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(bootstrap(ROOT_NAME, worktree.url, "./platform", SOURCE)))
-    expected = {ROOT_NAME} | {"gpu-platform-" + unit for unit in units}
+    expected = expected_flux_objects(folder, (FLUX_NS, ROOT_NAME))
     started = time.monotonic()
+    say("1c. %s" % held_back(cluster))
+    fault(cluster, STUCK.replace(":stuck:", ":ok:"))
     items = wait_all_ready(cluster, expected, revision)
     say("2-3. pushed %s; every Kustomization and HelmRelease Ready in %.0f s" % (revision, time.monotonic() - started))
     missing = ["%s %s" % (o["kind"], o["metadata"]["name"]) for objs in units.values() for o in objs if not exists(cluster, o)]
     if missing:
         raise Failed("objects of the bundle not on the cluster: %s" % ", ".join(missing))
 
-    say("3b. images from the inventory's mirror: %s" % mirrored_images(cluster))
+    say("3b. images from the inventory's mirror: %s" % mirrored_images(cluster, units))
 
     render(cluster, folder, "network_operator_chart_version=" + PREVIOUS_NETWORK_OPERATOR)
     if commit_folder(worktree, "rendered again") is not None:
@@ -291,39 +320,45 @@ def run(cluster, work):
     if not image.endswith(":" + CURRENT_NETWORK_OPERATOR):
         raise Failed("the Network Operator runs %s after the bump" % image)
     order = applied_order(items)
-    if order["gpu-platform-network-operator"] > order["gpu-platform-network-config"]:
-        raise Failed("the NicClusterPolicy's unit was applied before the Network Operator's: %s" % order)
+    problem = order_problem(order, "gpu-platform-network-operator", "gpu-platform-network-config")
+    if problem:
+        raise Failed("the NicClusterPolicy's unit was not applied after the Network Operator's: %s (Ready times: %s)"
+                     % (problem, {k: v.isoformat() if v else v for k, v in order.items()}))
     say("6. %s changed; network-operator upgraded to %s (Helm revision 2), units applied in order: %s"
         % (", ".join(changed), CURRENT_NETWORK_OPERATOR, " -> ".join(sorted(order, key=order.get))))
-    return items
+    return expected
 
 
-def mirrored_images(cluster):
+def mirrored_images(cluster, units):
     """The images the charts' Deployments, the GPU Operator's driver and the NicClusterPolicy's components name on
-    the cluster: each must be on the inventory's mirror (inventories/cluster: gpu_platform_image_mirrors)."""
+    the cluster: each must be on the inventory's mirror (inventories/cluster: gpu_platform_image_mirrors), and every
+    component the rendered NicClusterPolicy names must be there to be judged (one missing is not a pass)."""
     found = {}
     for namespace, name in (("gpu-operator", "gpu-operator"), ("nvidia-network-operator", "network-operator")):
         deployment = json.loads(kubectl(cluster, "-n", namespace, "get", "deployment", name, "-o", "json").stdout)
         found["deployment/" + name] = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
     policy = json.loads(kubectl(cluster, "get", "clusterpolicies.nvidia.com", "cluster-policy", "-o", "json").stdout)
-    found["clusterpolicy driver"] = policy["spec"]["driver"]["repository"]
+    found["clusterpolicy driver"] = (policy["spec"].get("driver") or {}).get("repository", "")
     nic = json.loads(kubectl(cluster, "get", "nicclusterpolicies.mellanox.com", "nic-cluster-policy", "-o",
                              "json").stdout)["spec"]
-    for key, value in sorted(nic.items()):
-        if isinstance(value, dict) and "repository" in value:
-            found["nicclusterpolicy " + key] = value["repository"]
-    for key, value in sorted(nic.get("secondaryNetwork", {}).items()):
-        found["nicclusterpolicy secondaryNetwork." + key] = value["repository"]
-    wrong = {k: v for k, v in found.items() if not v.startswith(MIRROR + "/")}
-    if wrong:
-        raise Failed("images not pulled from the mirror %s: %s" % (MIRROR, wrong))
-    return "%d of %d (e.g. %s)" % (len(found), len(found), found["deployment/gpu-operator"])
+    found.update(nic_repositories(nic))
+    rendered = [o["spec"] for objs in units.values() for o in objs if o["kind"] == "NicClusterPolicy"]
+    if len(rendered) != 1:
+        raise Failed("the rendered bundle has %d NicClusterPolicies, not 1" % len(rendered))
+    problems = image_problems(found, MIRROR, set(nic_repositories(rendered[0])))
+    if problems:
+        raise Failed("images not pulled from the mirror %s:\n%s" % (MIRROR, "\n".join(problems)))
+    return "%d images (e.g. %s)" % (len(found), found["deployment/gpu-operator"])
 
 
 def applied_order(items):
-    """{unit Kustomization: when its Ready condition last changed (its latest apply, RFC 3339)}."""
-    return {o["metadata"]["name"]: ready_condition(o).get("lastTransitionTime", "") for o in items
-            if o["kind"] == "Kustomization" and o["metadata"]["name"] != ROOT_NAME}
+    """{unit Kustomization: when its Ready condition last changed (its latest apply), a datetime}; a unit without a
+    readable time fails the run."""
+    times = {name: at for name, at in ready_times(items).items() if name != ROOT_NAME}
+    unreadable = sorted(name for name, at in times.items() if at is None)
+    if unreadable:
+        raise Failed("Kustomizations without a readable Ready time (lastTransitionTime): %s" % ", ".join(unreadable))
+    return times
 
 
 def main(argv=None):
@@ -340,22 +375,30 @@ def main(argv=None):
         return 1
     shutil.rmtree(OUT, ignore_errors=True)
     (OUT / "work").mkdir(parents=True)
+    final = None
     try:
-        items = run(cluster, OUT / "work")
+        expected = run(cluster, OUT / "work")
     except (Failed, AssertionError) as exc:
         print("gitops-test: FAILED: %s" % exc, file=sys.stderr)
         return 1
     finally:
         try:
-            (OUT / "status.json").write_text(json.dumps({"items": flux_list(cluster)}, indent=1))
+            final = flux_list(cluster)  # what the summary counts, and status.json holds
+            (OUT / "status.json").write_text(json.dumps({"items": final}, indent=1))
         except AssertionError as exc:
             print("gitops-test: could not read the Flux objects for status.json: %s" % exc, file=sys.stderr)
         if not args.keep:
             cluster_command("down", env=env)
-    kustomizations = [o for o in items if o["kind"] == "Kustomization"]
-    releases = [o for o in items if o["kind"] == "HelmRelease"]
-    print("gitops: %d/%d Kustomizations Ready, %d/%d HelmReleases Ready"
-          % (sum(map(is_ready, kustomizations)), len(kustomizations), sum(map(is_ready, releases)), len(releases)))
+    if final is None:
+        print("gitops-test: FAILED: the Flux objects could not be read at the end, so nothing is counted",
+              file=sys.stderr)
+        return 1
+    line, problems = ready_summary(final, expected)
+    print(line)
+    if problems:
+        print("gitops-test: FAILED: the bundle's Flux objects on the cluster at the end:\n%s" % "\n".join(problems),
+              file=sys.stderr)
+        return 1
     return 0
 
 

@@ -50,9 +50,9 @@ def bundle_unit(root, unit):
 
 
 @user_errors
-def gitops_layout(unit_files, fmt="flux", path="./platform", source=None, interval="10m"):
+def gitops_layout(unit_files, fmt="flux", path="./platform", source=None, interval="10m", objects=None):
     """{relative path: object} for the bundle's kustomizations (and Flux Kustomizations) over its units."""
-    return bundle.layout(unit_files, fmt, path, source or None, interval)
+    return bundle.layout(unit_files, fmt, path, source or None, interval, objects)
 
 
 @user_errors

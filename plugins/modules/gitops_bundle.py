@@ -16,6 +16,13 @@ description:
     C(kustomization.yaml), and for Flux one C(Kustomization) per unit (C(gpu-platform-<unit>.yaml)) whose
     C(dependsOn) follows the platform's order, listed by the root C(kustomization.yaml); for Argo CD the root lists
     the unit folders, whose objects carry their sync waves. See C(docs/gitops.md).
+  - Flux - each unit's C(Kustomization) is ready only when what it holds is - C(wait), and C(healthCheckExprs) for the
+    custom resources that report readiness in C(status.state) (the C(NicClusterPolicy), and the C(ClusterPolicy) the
+    GPU Operator's chart makes, which its unit names in C(healthChecks)). The unit folders' manifests are read for
+    that.
+  - Argo CD - C(monitoring) (the Prometheus Operator's kinds, CRDs from outside the platform) is left out of the root's
+    C(kustomization.yaml) - its folder is synced by an Application of its own, so that a cluster without those CRDs
+    still reaches the later waves.
   - A file is written only when its text changes, so a second run changes nothing. Node label patch lists
     (C(*-node-labels.yaml)) are instructions for C(kubectl label) and stay out of the kustomizations.
   - It runs in the controller process (the folder is the controller's) and never contacts a cluster.

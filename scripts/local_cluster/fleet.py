@@ -86,7 +86,8 @@ def _aks_labels(pool, mode, size, gpu):
 
 def _aks(driver):
     aks_hw = dict(kernel=AKS_KERNEL, os_image="Ubuntu 22.04.5 LTS")
-    gpu_driver = {"version": "570.195.03", "installed_by": "aks", "open": True} if driver else None
+    # the driver packages ship nvidia-peermem (since R470): it loads once the NIC driver runs
+    gpu_driver = {"version": "570.195.03", "installed_by": "aks", "open": True, "rdma": True} if driver else None
     return {
         "system": ("aks-system-12345678-vmss000000", _aks_labels("system", "system", "Standard_D8ds_v5", False),
                    hardware(**aks_hw)),

@@ -6,6 +6,8 @@ the component that would give them runs there (docs/testing.md).
 writes) converges from the bare pool to a passing RDMA proof in one run, and the second run changes nothing; a stuck
 SR-IOV device plugin stops the run in the network layer, naming the component and the node, before anything of the
 GPU Operator is installed; a MIG layout the MIG manager's ConfigMap lacks ends ``failed``, and ``mig_profile`` says so.
+The two orderings the bare pool broke are shown failing, then fixed: NFD must come with the Network Operator (the
+GPU Operator's comes too late for the NicClusterPolicy), and the peermem loader must run after the NIC driver.
 """
 from __future__ import annotations
 
@@ -34,6 +36,17 @@ def aks_cluster():
     os.environ["CLUSTER_PROFILE"], os.environ["CLUSTER_GPU_NODES"] = "aks-nd-h100-v5", str(GPU_NODES)
     try:
         yield from _session_cluster(ROOT / "build" / "test-cluster-aks")
+    finally:
+        os.environ.pop("CLUSTER_PROFILE", None)
+        os.environ.pop("CLUSTER_GPU_NODES", None)
+
+
+@pytest.fixture(scope="module")
+def aks_driver_cluster():
+    """The pool with AKS's own driver (``--gpu-driver install``): peermem comes from the loader DaemonSet."""
+    os.environ["CLUSTER_PROFILE"], os.environ["CLUSTER_GPU_NODES"] = "aks-nd-h100-v5-driver", str(GPU_NODES)
+    try:
+        yield from _session_cluster(ROOT / "build" / "test-cluster-aks-driver")
     finally:
         os.environ.pop("CLUSTER_PROFILE", None)
         os.environ.pop("CLUSTER_GPU_NODES", None)
@@ -138,6 +151,24 @@ def test_a_layout_the_mig_config_map_lacks_fails_naming_the_node(aks_cluster, tm
     assert labels["nvidia.com/mig.config.state"] == "failed"
 
 
+def test_nfd_with_the_gpu_operator_is_refused_before_any_write_and_shown_to_hang_without_the_check(
+        aks_fault_cluster, tmp_path):
+    """The ordering the bare pool broke: with NFD in the GPU Operator (installed after the Network Operator), the
+    NicClusterPolicy's components have no node to run on. site.yml now refuses it before any write; the network
+    layer run alone (no preflight) shows what it prevents."""
+    aks = Aks(aks_fault_cluster, tmp_path)
+    refused = aks.run("-e", "gpu_platform_nfd_in_gpu_operator=true")
+    assert refused.rc != 0
+    message = " ".join(refused.failure_messages())
+    assert "gpu_platform_nfd_in_gpu_operator: is true while the network layer is on" in message, message
+    assert aks.get("v1", "Namespace", "nvidia-network-operator") is None  # nothing written
+    alone = aks.run("-e", "gpu_platform_nfd_in_gpu_operator=true", "-e", "network_operator_wait_timeout=30",
+                    playbook="playbooks/network_operator.yml")
+    assert alone.rc != 0
+    message = " ".join(alone.failure_messages())
+    assert "network-operator-sriov-device-plugin: no node matches its node affinity and selector" in message, message
+
+
 def test_a_stuck_sriov_device_plugin_stops_site_in_the_network_layer(aks_fault_cluster, tmp_path):
     aks = Aks(aks_fault_cluster, tmp_path)
     node = aks.gpu_nodes()[0]["metadata"]["name"]
@@ -151,3 +182,23 @@ def test_a_stuck_sriov_device_plugin_stops_site_in_the_network_layer(aks_fault_c
            "(CrashLoopBackOff" % node in message, message
     assert aks.get("v1", "Namespace", "gpu-operator") is None  # nothing of the GPU Operator was installed
     assert aks.get("nvidia.com/v1", "ClusterPolicy") is None or aks.get("nvidia.com/v1", "ClusterPolicy")["items"] == []
+
+
+def test_the_peermem_loader_runs_after_the_nic_driver_on_the_pool_with_aks_driver(aks_driver_cluster, tmp_path):
+    """The loader DaemonSet needs NFD's labels and the DOCA driver, both from the Network Operator: run before it (as
+    site.yml did), it finds no GPU node; site.yml runs it after the network layer and converges."""
+    aks = Aks(aks_driver_cluster, tmp_path)
+    driver = ("-e", "gpu_platform_cloud_driver=present", "-e", "gpu_platform_driver_mode=auto")
+    old_order = tmp_path / "old-order.yml"  # the driver decision, then peermem before the network layer
+    old_order.write_text("- import_playbook: %s/playbooks/driver_mode.yml\n- import_playbook: %s/playbooks/peermem.yml\n"
+                         % (ROOT, ROOT))
+    early = aks.run(*driver, playbook=str(old_order))
+    assert early.rc != 0
+    message = " ".join(early.failure_messages())
+    assert "no GPU node matched the node selector feature.node.kubernetes.io/pci-10de.present=true" in message, message
+    site = aks.run(*driver)
+    assert site.rc == 0, site.failure_messages() or site.stderr[-3000:]
+    loader = aks.get("apps/v1", "DaemonSet", "nvidia-peermem-loader", "nvidia-peermem")
+    assert loader["status"]["numberReady"] == GPU_NODES
+    policy = aks.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
+    assert policy["spec"]["driver"]["enabled"] is False  # AKS's driver stays the owner

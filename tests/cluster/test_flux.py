@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from scripts.local_cluster.processes import alive
-from tests.flux import RESOURCE, Worktree, get, is_ready, kubectl, wait_for
+from tests.flux import RESOURCE, Worktree, get, kubectl, wait_for
+from tests.gitops_checks import is_ready
 from tests.local_cluster import LocalCluster, cluster_command
 
 NAMESPACE = "gitops-demo"

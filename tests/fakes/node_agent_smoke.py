@@ -109,12 +109,24 @@ class SmokeLogs(Controller):
         if container == "nvidia-smi":
             limits = _limits(pod)
             gpus = sum(v for k, v in limits.items() if k.startswith("nvidia.com/gpu") or k.startswith("nvidia.com/mig-"))
+            gpus += self._claimed(pod)
             return logs.nvidia_smi(hardware, gpus, self._driver(hardware, self._ready_agents(node["metadata"]["name"])))
         if container == "gang-member":
             return logs.gang_member(self._start_time(pod), node["metadata"]["name"])
         if container == "mpirun":
             return self._nccl(pod)
         return ""
+
+    def _claimed(self, pod):
+        """The GPUs the DRA driver allocated to the pod's ResourceClaims (their status.allocation)."""
+        names = [s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []]
+        names += [c.get("resourceClaimName") for c in (pod.get("spec") or {}).get("resourceClaims") or []]
+        count = 0
+        for name in sorted({n for n in names if n}):
+            claim = self.store.get("resource.k8s.io/v1", "ResourceClaim", name, pod["metadata"]["namespace"])
+            results = ((((claim or {}).get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
+            count += sum(1 for r in results or [] if r.get("driver") == "gpu.nvidia.com")
+        return count
 
     @staticmethod
     def _start_time(pod):

@@ -8,7 +8,9 @@ import pytest
 
 from scripts.local_cluster.fleet import HARDWARE_ANNOTATION, fleet, hardware
 from . import node_agent_effects as effects
+from . import node_agent_logs
 from .helpers import wait_until
+from .node_agent_smoke import SmokeLogs
 from .node_agents import AGENTS, EFFECTS, FAULTS, NodeAgents, agent_of, fault_state, parse_fault
 from .test_live import _policy, fake, live  # noqa: F401 - pytest fixtures
 
@@ -231,3 +233,73 @@ def test_peermem_is_ready_only_with_a_driver_with_rdma_and_the_nic_driver(fake, 
     assert "no NVIDIA driver loaded" in message["message"]
     _pod(fake, "doca-driver", "aks-gpu-1", "network")
     wait_until(lambda: _ready(fake, loader, "peermem") and _ready(fake, driver), what="Ready with both drivers")
+
+
+# ---------------------------------------------------------------- the smoke pods' logs, judged by the collection
+
+def test_nvidia_smi_lists_the_gpus_the_pod_holds_and_fails_without_a_driver():
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke_checks
+    text = node_agent_logs.nvidia_smi(H100_AKS, 2, "580.126.20")
+    assert text.count("NVIDIA H100 80GB HBM3") == 2
+    assert smoke_checks.check_nvidia_smi(text)["passed"] is True
+    assert smoke_checks.check_nvidia_smi(node_agent_logs.nvidia_smi(H100_AKS, 0, "580.126.20"))["passed"] is False
+    no_driver = node_agent_logs.nvidia_smi(H100_AKS, 2, None)
+    assert smoke_checks.check_nvidia_smi(no_driver)["passed"] is False
+
+
+def test_nccl_shows_gdrdma_only_when_nothing_blocks_it_at_the_bandwidth_of_the_nics():
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke_nccl_check
+    bandwidth = node_agent_logs.busbw([H100_AKS, H100_AKS])
+    assert bandwidth == 360.0  # 8 NDR ConnectX-7 at 45 GB/s each
+    assert node_agent_logs.busbw([H100_AKS, hardware("a100", nic="cx6-ib", nics=1)]) == 22.5  # the slower node decides
+    good = node_agent_logs.nccl(["w-0", "w-1"], [], bandwidth)
+    assert "w-0" in good and "[send] via NET/IB/0/GDRDMA" in good
+    verdict = smoke_nccl_check.check_nccl(good, 280.0)
+    assert verdict["passed"] is True, verdict
+    assert smoke_nccl_check.check_nccl(good, 400.0)["passed"] is False
+    bad = node_agent_logs.nccl(["w-0", "w-1"], ["nvidia-peermem is not loaded on node n-1"], bandwidth)
+    assert "NET/Socket" in bad and "GDRDMA" not in bad and "nvidia-peermem is not loaded on node n-1" in bad
+    assert smoke_nccl_check.check_nccl(bad, 1.0)["passed"] is False
+
+
+def test_a_gang_member_prints_its_pods_start_time():
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke_checks
+    text = node_agent_logs.gang_member("2026-11-26T12:00:03Z", "n-1")
+    assert smoke_checks.start_time_from_log(text) == "2026-11-26T12:00:03Z"
+
+
+def _smoke_pod(fake, name, node, task, limits=None, container="mpirun"):
+    fake.store.create({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": name, "namespace": "smoke", "labels": {
+                           "gpu-platform.io/smoke": "nccl", "gpu-platform.io/smoke-task": task}},
+                       "spec": {"nodeName": node, "containers": [{"name": container, "image": "img:1", "resources": {
+                           "limits": limits or {}}}]},
+                       "status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}})
+
+
+def test_the_nccl_log_follows_the_workers_nodes(fake, live, tmp_path):
+    """Both workers hold rdma/ib their nodes advertise, the NIC policy is ready: GDRDMA only once peermem is loaded
+    on both nodes (a Ready loader pod there); the launcher is completed by KWOK only after its log is written."""
+    fake.store.create({"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
+                       "metadata": {"name": "nic-cluster-policy"}, "spec": {}})
+    fake.store.patch_status("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy", {"state": "ready"})
+    for name in ("aks-gpu-1", "aks-gpu-2"):
+        _bare_node(fake, name)
+        fake.store.patch_status("v1", "Node", name, {"allocatable": {"rdma/ib": "8", "nvidia.com/gpu": "8"}})
+    _pod(fake, "peermem", "aks-gpu-1", "peermem")  # Ready; none on aks-gpu-2
+    runner = live([SmokeLogs(tmp_path)])
+    for index in (1, 2):
+        _smoke_pod(fake, "nccl-worker-%d" % index, "aks-gpu-%d" % index, "worker", {"rdma/ib": "8"}, "nccl-worker")
+    _smoke_pod(fake, "nccl-launcher", "aks-gpu-1", "launcher")
+    wait_until(lambda: (fake.store.get("v1", "Pod", "nccl-launcher", "smoke")["metadata"].get("annotations") or {})
+               .get("fake.gpu-platform.io/logs"), what="the launcher's log written")
+    text = (tmp_path / "smoke_nccl-launcher" / "mpirun.log").read_text()
+    assert "nvidia-peermem is not loaded on node aks-gpu-2" in text and "NET/Socket" in text and "GDRDMA" not in text
+    fake.store.delete("v1", "Pod", "nccl-launcher", "smoke")
+    wait_until(lambda: not (tmp_path / "smoke_nccl-launcher").exists(), what="the log removed with its pod")
+    _pod(fake, "peermem", "aks-gpu-2", "peermem")
+    _smoke_pod(fake, "nccl-launcher-2", "aks-gpu-1", "launcher")
+    wait_until(lambda: (tmp_path / "smoke_nccl-launcher-2" / "mpirun.log").exists(), what="the second launcher's log")
+    text = (tmp_path / "smoke_nccl-launcher-2" / "mpirun.log").read_text()
+    assert "GDRDMA" in text and "Avg bus bandwidth    : 3" in text, text[-400:]
+    assert runner.settle()

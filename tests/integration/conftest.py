@@ -6,13 +6,15 @@ through the ``kubernetes`` Python client, so a test's assertions are the same co
 
 * ``fake``: ``fake_api_factory(require_namespaces=True)`` (tests/fakes), on the real clock, so module waits
   take real time as they would on a cluster.
-* ``real``: the cluster ``KUBECONFIG`` pointed at when the session started (read here, at import, before the
-  fake fixtures point ``KUBECONFIG`` at a fake), if its API server answers ``/version``; skipped otherwise,
-  with the command to run. Without ``KUBECONFIG`` it is the local control plane (``local_cluster``, the real
-  kube-apiserver built from pinned modules that ``make test`` starts), where cluster-scoped writes are allowed:
-  it is the session's own. The namespace is deleted at teardown, and the test waits (bounded) until it is gone.
-  Cluster-scoped writes (Nodes, the NicClusterPolicy singleton, MIG labels) are skipped on a user's cluster
-  unless ``GPU_PLATFORM_IT_CLUSTER_SCOPED=1``.
+* ``real``: by default the local control plane (``local_cluster``, the real kube-apiserver built from pinned
+  modules that ``make test`` starts), where cluster-scoped writes are allowed: it is the session's own, and a
+  precondition missing there (a CRD the test installs, an object a test left behind) fails the test, never skips
+  it. A user's cluster only when named on purpose, by ``GPU_PLATFORM_IT_KUBECONFIG`` (read here, at import): an
+  inherited ``KUBECONFIG`` never takes the tier away from the local control plane (and make's pytest targets unset
+  it). A named cluster whose API server does not answer ``/version`` skips, with the command to run.
+  The namespace is deleted at teardown, and the test waits (bounded) until it is gone. Cluster-scoped writes
+  (Nodes, the NicClusterPolicy singleton, MIG labels) are skipped on a user's cluster unless
+  ``GPU_PLATFORM_IT_CLUSTER_SCOPED=1``.
 """
 from __future__ import annotations
 
@@ -32,15 +34,16 @@ from urllib3.exceptions import HTTPError
 
 from tests.local_cluster import wait_established
 
-# Read once, at import: fake_api_factory later sets KUBECONFIG to the fake's kubeconfig for each test.
-REAL_KUBECONFIG = os.environ.get("KUBECONFIG", "")
+# A user's cluster, named on purpose; never KUBECONFIG, which a shell may carry from elsewhere (and which
+# fake_api_factory sets to the fake's kubeconfig for each test).
+REAL_KUBECONFIG_ENV = "GPU_PLATFORM_IT_KUBECONFIG"
+REAL_KUBECONFIG = os.environ.get(REAL_KUBECONFIG_ENV, "")
 CLUSTER_SCOPED_ENV = "GPU_PLATFORM_IT_CLUSTER_SCOPED"
 CLUSTER_SCOPED = os.environ.get(CLUSTER_SCOPED_ENV, "") == "1"
 
-RUN_REAL = "KUBECONFIG=~/.kube/config make pytest PYTEST_ARGS=tests/integration"
+RUN_REAL = "%s=~/.kube/config make pytest PYTEST_ARGS=tests/integration" % REAL_KUBECONFIG_ENV
 HOW_TO_RUN = ("Run `%s` against a throwaway cluster (kind, k3d); the tests create and delete one namespace `gpi-*`"
               % RUN_REAL)
-NO_KUBECONFIG = "no real cluster: KUBECONFIG is not set. " + HOW_TO_RUN
 NAMESPACE_PREFIX = "gpi-"
 # Every object the tests create carries this label (value: the test's namespace), so leftovers can be found:
 # kubectl get nodes,ns -l gpu-platform.io/integration-test
@@ -196,8 +199,8 @@ def _single_kubeconfig(value, directory):
                           env=dict(os.environ, KUBECONFIG=os.pathsep.join(paths)), capture_output=True, text=True,
                           check=False, timeout=60)
     if proc.returncode != 0:
-        pytest.skip("no real cluster: cannot merge the files of KUBECONFIG=%s (%s). %s"
-                    % (value, proc.stderr.strip(), HOW_TO_RUN))
+        pytest.skip("no real cluster: cannot merge the files of %s=%s (%s). %s"
+                    % (REAL_KUBECONFIG_ENV, value, proc.stderr.strip(), HOW_TO_RUN))
     merged.write_text(proc.stdout)
     merged.chmod(0o600)
     return str(merged)
@@ -220,8 +223,8 @@ def api_version_answer(kubeconfig, timeout=10):
 
 @pytest.fixture(scope="session")
 def real_kubeconfig(request, tmp_path_factory):
-    """The real cluster's kubeconfig, once its API server answered /version; skips (for the session) otherwise.
-    Without KUBECONFIG: the local control plane's."""
+    """The local control plane's kubeconfig; with GPU_PLATFORM_IT_KUBECONFIG, that cluster's, once its API server
+    answered /version (skips, for the session, otherwise)."""
     if not REAL_KUBECONFIG:
         return request.getfixturevalue("local_cluster").kubeconfig
     path = _single_kubeconfig(REAL_KUBECONFIG, tmp_path_factory.mktemp("real-kubeconfig"))
@@ -229,8 +232,8 @@ def real_kubeconfig(request, tmp_path_factory):
         api_version_answer(path)
     except (ConfigException, ApiException, HTTPError, OSError, ValueError) as exc:
         first_line = (str(exc).strip().splitlines() or [""])[0]
-        pytest.skip("no real cluster: the API server of KUBECONFIG=%s does not answer /version (%s: %s). %s"
-                    % (REAL_KUBECONFIG, type(exc).__name__, first_line, HOW_TO_RUN))
+        pytest.skip("no real cluster: the API server of %s=%s does not answer /version (%s: %s). %s"
+                    % (REAL_KUBECONFIG_ENV, REAL_KUBECONFIG, type(exc).__name__, first_line, HOW_TO_RUN))
     return path
 
 

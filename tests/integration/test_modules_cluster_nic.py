@@ -17,16 +17,24 @@ IPOIB_NETWORK = ("mellanox.com/v1alpha1", "IPoIBNetwork")
 @pytest.fixture
 def nic_params(cluster):
     """nic_cluster_policy params whose namespaced objects go into the throwaway namespace; the policy is the
-    cluster singleton, so on a real cluster it needs the opt-in, the CRDs and no policy already there."""
+    cluster singleton, so on a user's cluster it needs the opt-in, the CRDs and no policy already there (skipped
+    otherwise). On the suite's own clusters (the fake, and the session's control plane, where the test installs the
+    CRDs itself) a CRD not served or a policy already there (left by an earlier test) fails: a proof that could not
+    run is not a pass."""
     cluster.require_cluster_scoped("the NicClusterPolicy nic-cluster-policy and an IPoIBNetwork")
     missing = [kind for api_version, kind in (POLICY[:2], IPPOOL, IPOIB_NETWORK) if not cluster.serves(api_version, kind)]
     if missing and cluster.real and cluster.own:
         install_crds(cluster, NETWORK_OPERATOR_CRDS)  # the session's own cluster: the operator's CRDs, as its chart has them
         missing = [kind for api_version, kind in (POLICY[:2], IPPOOL, IPOIB_NETWORK)
                    if not cluster.serves(api_version, kind)]
+    users_cluster = cluster.real and not cluster.own  # the fake and the session's own control plane are the suite's
     if missing:
+        assert users_cluster, "the %s cluster does not serve %s (the Network Operator's CRDs: %s)" % (
+            cluster.kind, ", ".join(missing), ", ".join(p.name for p in NETWORK_OPERATOR_CRDS))
         pytest.skip("the cluster does not serve %s: install the NVIDIA Network Operator's CRDs" % ", ".join(missing))
     if cluster.get(*POLICY) is not None:
+        assert users_cluster, "the %s cluster already has a NicClusterPolicy nic-cluster-policy (left by an earlier " \
+            "test?)" % cluster.kind
         pytest.skip("the cluster already has a NicClusterPolicy nic-cluster-policy; the test would overwrite it")
     network = cluster.namespace + "-rdma"
     cluster.delete_at_teardown(*POLICY)

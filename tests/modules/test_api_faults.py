@@ -3,15 +3,49 @@ back-off, Retry-After honoured, POSTs not replayed, resets and time-outs retried
 clear error naming the API server and the request, never a traceback."""
 from __future__ import annotations
 
+import os
+import re
 import time
 
 import pytest
+import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import kube_retry
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 
 CM = "/api/v1/namespaces/default/configmaps"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def documented():
+    """The numbers docs/hardening.md ("API faults") states, read from its text: the tests hold the code to them, so a
+    changed constant without the doc (or the doc without the code) fails here."""
+    with open(os.path.join(ROOT, "docs", "hardening.md"), encoding="utf-8") as handle:
+        text = handle.read()
+
+    def number(pattern):
+        match = re.search(pattern, text)
+        assert match, "docs/hardening.md no longer says %r" % pattern
+        return [float(g) if "." in g else int(g) for g in match.groups()]
+
+    retries, backoff, backoff_max, jitter = number(
+        r"It retries up to (\d+) times, with exponential back-off \(([\d.]+) s doubling, at most (\d+) s between "
+        r"attempts\) and up to\s+([\d.]+) s of jitter")
+    (retry_after_max,) = number(r"honouring `Retry-After` up to (\d+) s")
+    (connect,) = number(r"\| `api_connect_timeout` \| (\d+) s \|")
+    (read,) = number(r"\| `api_read_timeout` \| (\d+) s \|")
+    attempts, sum_connect, sum_read, pauses, pause, worst = number(
+        r"One call therefore takes at most (\d+) × \((\d+) \+ (\d+)\) \+ (\d+) × (\d+) = (\d+) s")
+    # the doc's sum is made of the doc's own numbers, and adds up
+    assert (attempts, sum_connect, sum_read, pauses, pause) == (retries + 1, connect, read, retries, retry_after_max)
+    assert attempts * (sum_connect + sum_read) + pauses * pause == worst
+    return {"retries": retries, "attempts": attempts, "backoff": backoff, "backoff_max": backoff_max,
+            "jitter": jitter, "retry_after_max": retry_after_max, "connect_timeout": connect, "read_timeout": read,
+            "worst_case": worst}
+
+
+DOC = documented()
 
 
 def configmap(name="c", value="1"):
@@ -87,14 +121,16 @@ def test_a_fault_that_persists_ends_in_one_clear_error(api, client):
     with pytest.raises(ToolError) as err:
         client.get("v1", "ConfigMap", "c", "default")
     assert err.value.msg.startswith("get ConfigMap c failed: 503")
-    assert len(attempts(api, "GET", CM + "/c")) == kube_retry.RETRIES + 1, "bounded"
+    assert len(attempts(api, "GET", CM + "/c")) == DOC["attempts"], "bounded (docs/hardening.md: 5 attempts)"
 
 
 def test_a_server_that_never_answers_times_out_with_a_message(api, client):
-    api.inject("GET", CM + "/c$", *[{"delay": 3}] * (kube_retry.RETRIES + 1))
+    api.inject("GET", CM + "/c$", *[{"delay": 3}] * DOC["attempts"])
     with pytest.raises(ToolError) as err:
         client.get("v1", "ConfigMap", "c", "default")
-    assert "did not answer after %d attempts" % (kube_retry.RETRIES + 1) in err.value.msg
+    assert "did not answer after %d attempts" % DOC["attempts"] in err.value.msg
+    # each attempt took one injected delay (the fake logs a delayed request again when it answers, too late)
+    assert len([e for e in attempts(api, "GET", CM + "/c") if "fault" in e]) == DOC["attempts"]
     assert api.url in err.value.msg and "api_read_timeout (now 2s)" in err.value.msg
     assert "(from the kubeconfig's server)" in err.value.msg, "where the URL came from"
 
@@ -122,5 +158,36 @@ def test_bad_time_outs_are_refused(api, value):
     assert err.value.field == "api_read_timeout"
 
 
-def test_the_worst_case_is_bounded():
-    assert kube_retry.worst_case_seconds(10, 60) == 5 * 70 + 4 * 30
+def test_the_documented_numbers_are_the_ones_docs_hardening_states():
+    """docs/hardening.md, "API faults": up to 4 retries (5 attempts), 0.5 s back-off doubling to at most 8 s, 0.5 s
+    of jitter, Retry-After honoured up to 30 s, time-outs of 10 s and 60 s, 470 s at worst. Hard-coded here as well
+    as read from the doc, so that neither the doc's text nor the code can drift alone."""
+    assert DOC == {"retries": 4, "attempts": 5, "backoff": 0.5, "backoff_max": 8, "jitter": 0.5,
+                   "retry_after_max": 30, "connect_timeout": 10, "read_timeout": 60, "worst_case": 470}
+
+
+def test_the_retry_policy_is_the_documented_one():
+    assert (kube_retry.RETRIES, kube_retry.BACKOFF, kube_retry.BACKOFF_MAX, kube_retry.JITTER,
+            kube_retry.RETRY_AFTER_MAX) == (DOC["retries"], DOC["backoff"], DOC["backoff_max"], DOC["jitter"],
+                                            DOC["retry_after_max"])
+    assert (kube_retry.CONNECT_TIMEOUT, kube_retry.READ_TIMEOUT) == (DOC["connect_timeout"], DOC["read_timeout"])
+    policy = kube_retry.retry_policy()
+    assert (policy.total, policy.connect, policy.read, policy.status) == (DOC["retries"],) * 4
+    assert policy.backoff_factor == DOC["backoff"] and policy.backoff_max == DOC["backoff_max"]
+
+
+def test_the_worst_case_is_the_documented_one():
+    assert kube_retry.worst_case_seconds() == DOC["worst_case"]
+    assert kube_retry.worst_case_seconds(DOC["connect_timeout"], DOC["read_timeout"]) == DOC["worst_case"]
+
+
+def test_the_module_docs_state_the_same_numbers():
+    """The kube auth doc fragment (every module's documentation) says what docs/hardening.md says."""
+    from ansible_collections.gpu_platform.cluster.plugins.doc_fragments.kube_auth import ModuleDocFragment
+    options = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
+    text = " ".join(options["api_read_timeout"]["description"])
+    assert "retried up to %d times" % DOC["retries"] in text
+    assert "(%g s doubling, at most %g s between attempts)" % (DOC["backoff"], DOC["backoff_max"]) in text
+    assert "honoured up to %d s" % DOC["retry_after_max"] in text
+    assert options["api_connect_timeout"]["default"] == DOC["connect_timeout"]
+    assert options["api_read_timeout"]["default"] == DOC["read_timeout"]

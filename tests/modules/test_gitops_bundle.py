@@ -60,12 +60,56 @@ def test_check_mode_writes_nothing_and_diff_shows_each_file(tmp_path):
     assert any("gpu-platform-gpu-operator.yaml" in d["after"] for d in result["diff"])
 
 
-def test_argocd_lists_the_unit_folders(tmp_path):
+def test_argocd_lists_the_unit_folders_but_monitoring_which_syncs_on_its_own(tmp_path):
+    # monitoring left the root's list (issue 30): the Prometheus Operator's kinds, in the root's sync, stopped its waves
+    # on a cluster without those CRDs. Its folder keeps a kustomization.yaml for an Application of its own.
     root = bundle(tmp_path, units=("monitoring", "gpu-operator"))
     failed, result = run(root, render_format="argocd")
     assert not failed, result.get("msg")
-    assert load(root / "kustomization.yaml")["resources"] == ["gpu-operator", "monitoring"]
+    assert load(root / "kustomization.yaml")["resources"] == ["gpu-operator"]
+    monitoring = load(root / "monitoring" / "kustomization.yaml")
+    assert monitoring["resources"] == ["namespace-demo.yaml"]
+    assert "argocd.argoproj.io/sync-wave" not in monitoring["commonAnnotations"], "no wave: no part of the root's sync"
     assert not list(root.glob("gpu-platform-*.yaml")), "no Flux Kustomization for Argo CD"
+
+
+NIC_POLICY = ("---\napiVersion: mellanox.com/v1alpha1\nkind: NicClusterPolicy\nmetadata:\n  name: nic-cluster-policy\n"
+              "spec: {}\n")
+RELEASE = ("---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: gpu-operator\n"
+           "  namespace: gpu-operator\nspec: {}\n")
+
+
+def test_flux_units_are_ready_only_when_their_policies_report_ready(tmp_path):
+    """The NicClusterPolicy's unit reads its status.state; the GPU Operator's names the ClusterPolicy its chart makes."""
+    root = bundle(tmp_path, units=("network-config", "gpu-operator"))
+    (root / "network-config" / "nicclusterpolicy-nic-cluster-policy.yaml").write_text(NIC_POLICY)
+    (root / "gpu-operator" / "helmrelease-gpu-operator-gpu-operator.yaml").write_text(RELEASE)
+    failed, result = run(root)
+    assert not failed, result.get("msg")
+    config = load(root / "gpu-platform-network-config.yaml")["spec"]
+    assert config["wait"] is True
+    assert config["healthCheckExprs"] == [{"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
+                                           "current": "status.state == 'ready'",
+                                           "failed": "status.state in ['error', 'ignore']"}]
+    operator = load(root / "gpu-platform-gpu-operator.yaml")["spec"]
+    assert operator["healthChecks"] == [
+        {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "name": "gpu-operator",
+         "namespace": "gpu-operator"},
+        {"apiVersion": "v1", "kind": "Namespace", "name": "demo"},
+        {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "name": "cluster-policy"}]
+    assert [e["kind"] for e in operator["healthCheckExprs"]] == ["ClusterPolicy"] and "wait" not in operator
+    failed, again = run(root)
+    assert not failed and again["changed"] is False
+
+
+def test_a_unit_file_that_is_not_an_object_fails_naming_it(tmp_path):
+    root = bundle(tmp_path, units=("gpu-operator",))
+    (root / "gpu-operator" / "broken.yaml").write_text("kind: [unclosed\n")
+    failed, result = run(root)
+    assert failed and "broken.yaml" in result["msg"] and "Fix:" in result["msg"]
+    assert not (root / "kustomization.yaml").exists(), "nothing written"
+    failed, result = run(root, render_format="argocd")  # Argo CD does not read the objects
+    assert not failed, result.get("msg")
 
 
 def test_the_flux_path_and_source_are_checked_naming_the_field(tmp_path):

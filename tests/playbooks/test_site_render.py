@@ -7,6 +7,7 @@ import subprocess
 import pytest
 import yaml
 
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import bundle as bundle_domain
 from tests.fakes.charts import TOOLS_BIN
 from tests.playbooks.conftest import bundle, kustomizations
 from tests.schema import crdschema
@@ -16,10 +17,12 @@ pytestmark = pytest.mark.slow
 
 def kustomize(out):
     """What the bundle applies but the smoke tests, built with kubectl kustomize unit by unit: with Flux, the units
-    the root's Flux Kustomizations point at; with Argo CD, the unit folders the root lists."""
+    the root's Flux Kustomizations point at; with Argo CD, the unit folders the root lists, and those synced by an
+    Application of their own (monitoring: docs/gitops.md)."""
     listed = yaml.safe_load((out / "kustomization.yaml").read_text())["resources"]
     if all((out / name).is_dir() for name in listed):  # Argo CD: the unit folders
-        units = listed
+        assert not set(listed) & set(bundle_domain.APART), "a unit apart is in the root's sync"
+        units = listed + [u for u in bundle_domain.APART if (out / u / "kustomization.yaml").exists()]
     else:  # Flux: one Kustomization per unit, pointing at its folder
         paths = [o["spec"]["path"] for o in _build(out) if o["kind"] == "Kustomization"]
         assert all(p.startswith("./%s/" % out.name) for p in paths), paths
@@ -138,7 +141,11 @@ def test_bundle_with_the_network_layer(render_site, shared_dir):
             crdschema.validate(obj)
     network = next(o for o in objects if o["kind"] == "HelmRelease" and o["metadata"]["name"] == "network-operator")
     assert network["spec"]["chart"]["spec"]["version"] == "26.4.0"
-    assert network["spec"]["values"]["nfd"] == {"enabled": False}, "one NFD: the GPU Operator's"
+    # One NFD, the Network Operator's: it is installed first, and its NicClusterPolicy places the components on NFD's
+    # labels (the GPU Operator's NFD would come after, and the policy would wait for ever).
+    assert network["spec"]["values"]["nfd"] == {"enabled": True}, "one NFD: the Network Operator's"
+    gpu = next(o for o in objects if o["kind"] == "HelmRelease" and o["metadata"]["name"] == "gpu-operator")
+    assert gpu["spec"]["values"]["nfd"] == {"enabled": False}
     defaults = os.path.join(shared_dir, "upstream", "network-operator", "values.default.yaml")
     assert crdschema.check_values_keys(network["spec"]["values"], defaults) == []
     again = runner.run()

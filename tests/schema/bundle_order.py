@@ -9,7 +9,14 @@ waves) and returns one line per problem:
 * a custom resource whose CRD a chart of the platform installs, in the chart's own unit or in one not applied
   after it (the server-side dry-run of that unit fails with "no matches for kind"); with Argo CD, such a resource
   without ``SkipDryRunOnMissingResource=true``;
-* a resource of a CRD from outside the platform (the Prometheus Operator's) in a unit another unit waits for;
+* a resource of a CRD from outside the platform (the Prometheus Operator's) in a unit another unit waits for; with
+  Argo CD, in the root's sync at all (its waves stop there on a cluster without that CRD, so the later ones never
+  come);
+* Flux: a custom resource whose readiness is ``status.state`` (its CRD's status has a ``state`` with ``ready``), applied
+  by a unit or made by its chart (the GPU Operator's ClusterPolicy), that the unit's Kustomization does not judge by
+  that field (no ``healthCheckExprs`` for its kind, or, for the chart's, no ``healthChecks`` naming it): Flux would
+  count it ready as soon as it exists; and a Kustomization with ``healthChecks`` instead of ``wait`` that leaves one
+  of its own objects out;
 * a HelmRelease with ``disableWait`` (Flux would call the chart ready before its workloads are), or whose
   ``dependsOn`` names a HelmRelease that is not in the bundle or not in a unit applied before (or with) its own.
 
@@ -18,6 +25,7 @@ group is read from the charts' CRD files the local control plane serves (scripts
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import yaml
@@ -27,17 +35,79 @@ from scripts.local_cluster.__main__ import CHART_CRDS, _crd_path
 EXTERNAL_GROUPS = {"monitoring.coreos.com": "the Prometheus Operator"}
 WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+# The custom resources a chart makes itself, by chart name (the GPU Operator chart's templates/clusterpolicy.yaml).
+CHART_MAKES = {"gpu-operator": [("nvidia.com/v1", "ClusterPolicy", "cluster-policy")]}
+# Kinds whose readiness is status.state that the bundle does not judge by it, and why (docs/gitops.md, "What ready
+# means"): the secondary networks, which the direct mode does not wait for either.
+NOT_JUDGED = {("mellanox.com", kind): "a secondary network: not waited for, as in the direct mode"
+              for kind in ("IPoIBNetwork", "MacvlanNetwork", "HostDeviceNetwork")}
+
+
+@functools.lru_cache(maxsize=None)
+def _chart_crds():
+    """((chart, CRD), ...) of the charts' crds/ (read once per process: the files are large)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return tuple((chart, doc) for chart, files in CHART_CRDS.items() for relative in files
+                 for doc in yaml.load_all(_crd_path(relative).read_text(), Loader=loader)
+                 if doc and doc.get("kind") == "CustomResourceDefinition")
 
 
 def chart_groups():
     """{API group: the chart (release) whose crds/ installs it}."""
-    out = {}
-    for chart, files in CHART_CRDS.items():
-        for relative in files:
-            for doc in yaml.safe_load_all(_crd_path(relative).read_text()):
-                if doc and doc.get("kind") == "CustomResourceDefinition":
-                    out[doc["spec"]["group"]] = chart
+    return {doc["spec"]["group"]: chart for chart, doc in _chart_crds()}
+
+
+@functools.lru_cache(maxsize=None)
+def status_state_kinds():
+    """{(API group, kind)} of the charts' CRDs whose status reports readiness in ``state`` (an enum with ``ready``)."""
+    out = set()
+    for dummy, doc in _chart_crds():
+        for version in doc["spec"]["versions"]:
+            status = (((version.get("schema") or {}).get("openAPIV3Schema") or {}).get("properties") or {}).get("status")
+            state = ((status or {}).get("properties") or {}).get("state") or {}
+            if "ready" in (state.get("enum") or []):
+                out.add((doc["spec"]["group"], doc["spec"]["names"]["kind"]))
     return out
+
+
+def _group_kind(api_version, kind):
+    return api_version.rpartition("/")[0], kind
+
+
+def chart_name(release, objects):
+    """The chart a HelmRelease installs: its chart spec's name, or its OCIRepository's last path element."""
+    spec = release.get("spec") or {}
+    if (spec.get("chart") or {}).get("spec", {}).get("chart"):
+        return spec["chart"]["spec"]["chart"]
+    ref = spec.get("chartRef") or {}
+    for obj in objects:
+        if obj["kind"] == ref.get("kind") and obj["metadata"]["name"] == ref.get("name"):
+            return obj["spec"]["url"].rstrip("/").rsplit("/", 1)[-1]
+    return ""
+
+
+def readiness_problems(name, doc, objects):
+    """Flux: what the Kustomization ``name`` (``doc``), which applies ``objects``, would count ready too early."""
+    spec, problems = doc["spec"], []
+    judged = {_group_kind(e.get("apiVersion", ""), e.get("kind", "")) for e in spec.get("healthCheckExprs") or []}
+    named = {(c.get("apiVersion"), c.get("kind"), c.get("name"), c.get("namespace") or "")
+             for c in spec.get("healthChecks") or []}
+    kinds = status_state_kinds()
+    for obj in objects:
+        key = _group_kind(obj["apiVersion"], obj["kind"])
+        if key in kinds and key not in NOT_JUDGED and key not in judged:
+            problems.append("%s: applies %s %s, whose readiness is status.state, without a healthCheckExprs entry for "
+                            "its kind: Flux counts it ready once it exists" % (name, obj["kind"], obj["metadata"]["name"]))
+        ref = (obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace") or "")
+        if spec.get("wait") is not True and named and ref not in named:
+            problems.append("%s: healthChecks instead of wait, without its own %s %s" % (name, obj["kind"], ref[2]))
+    for release in (o for o in objects if o["kind"] == "HelmRelease"):
+        for api_version, kind, made in CHART_MAKES.get(chart_name(release, objects), ()):
+            if (api_version, kind, made, "") not in named or _group_kind(api_version, kind) not in judged:
+                problems.append("%s: its chart %s makes the %s %s, which it does not judge by status.state "
+                                "(healthChecks naming it and a healthCheckExprs entry): Flux counts the unit ready "
+                                "before it is" % (name, chart_name(release, objects), kind, made))
+    return problems
 
 
 def _docs(path):
@@ -71,6 +141,7 @@ def read(root):
         kustomizations[unit], units[unit] = _unit_objects(root / unit)
         if doc["spec"].get("wait") is not True and not doc["spec"].get("healthChecks"):
             problems.append("%s: neither wait nor health checks: what depends on it would not wait for it" % name)
+        problems += readiness_problems(name, doc, units[unit])
         deps = [d["name"] for d in doc["spec"].get("dependsOn") or []]
         problems += ["%s: dependsOn %s, which is not in the bundle" % (name, d) for d in deps if d not in flux]
         direct[unit] = {unit_of[d] for d in deps if d in flux}
@@ -119,6 +190,9 @@ def order_problems(root):
             if group in EXTERNAL_GROUPS and unit in waited_for:
                 problems.append("%s: its CRD comes from %s, outside the platform, and other units wait for %s"
                                 % (what, EXTERNAL_GROUPS[group], unit))
+            if group in EXTERNAL_GROUPS and fmt == "argocd":
+                problems.append("%s: its CRD comes from %s, outside the platform, and it is in the root's sync: "
+                                "without that CRD the waves stop at %s's" % (what, EXTERNAL_GROUPS[group], unit))
             for dep in (obj["spec"].get("dependsOn") or []) if obj["kind"] == "HelmRelease" else []:
                 key = (dep.get("namespace") or namespace, dep["name"])
                 if key not in release_unit:

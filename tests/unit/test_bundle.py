@@ -52,13 +52,98 @@ def test_flux_layout_orders_units_with_depends_on_and_wait():
 
 def test_argocd_layout_has_waves_and_skips_the_dry_run_only_where_a_crd_comes_from_an_earlier_wave():
     out = bundle.layout(paths(EVERY), "argocd")
-    assert out["kustomization.yaml"]["resources"] == list(bundle.UNITS)
+    # monitoring is synced on its own (see the next test): the root lists every other unit, in order.
+    assert out["kustomization.yaml"]["resources"] == [u for u in bundle.UNITS if u != "monitoring"]
     assert not [k for k in out if k.startswith("gpu-platform-")], "no Flux objects in the Argo CD variant"
     chart = out["network-operator/kustomization.yaml"]["commonAnnotations"]
     config = out["network-config/kustomization.yaml"]["commonAnnotations"]
     assert chart == {"argocd.argoproj.io/sync-wave": "0"}
     assert config == {"argocd.argoproj.io/sync-wave": "1",
                       "argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true,ServerSideApply=true"}
+
+
+def test_argocd_syncs_monitoring_on_its_own_and_the_other_waves_do_not_change():
+    """The Prometheus Operator's kinds come from outside the platform: in the root's sync, a cluster without their CRDs
+    would stop at their wave and never reach the scheduling config and the smoke tests."""
+    out = bundle.layout(paths(EVERY), "argocd")
+    assert "monitoring" not in out["kustomization.yaml"]["resources"]
+    assert out["monitoring/kustomization.yaml"] == {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": ["monitoring.yaml"],
+        "commonAnnotations": {"argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true,ServerSideApply=true"}}
+    waves = {u: out["%s/kustomization.yaml" % u]["commonAnnotations"][bundle.SYNC_WAVE]
+             for u in out["kustomization.yaml"]["resources"]}
+    assert waves == {u: str(w) for u, w in bundle.waves(list(bundle.UNITS)).items() if u != "monitoring"}
+    assert waves["scheduling-config"] == "4" and waves["smoke"] == "5"
+    # Nothing may wait for a unit apart: Flux's dependsOn and Argo CD's waves would both wait for it.
+    assert not [u for u, (deps, dummy, dummy2) in bundle.UNITS.items() if set(deps) & set(bundle.APART)]
+    # Flux keeps its Kustomization, which nothing depends on.
+    flux = bundle.layout(paths(EVERY), "flux")
+    assert "gpu-platform-monitoring.yaml" in flux["kustomization.yaml"]["resources"]
+    assert not [k for k, v in flux.items() if {"name": "gpu-platform-monitoring"} in (v.get("spec") or {}).get(
+        "dependsOn", [])]
+
+
+NIC = {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy", "name": "nic-cluster-policy"}
+POOL = {"apiVersion": "nv-ipam.nvidia.com/v1alpha1", "kind": "IPPool", "name": "rdma", "namespace": "nvidia-network-operator"}
+NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "name": "gpu-operator", "namespace": ""}
+REPOSITORY = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmRepository", "name": "ngc", "namespace": "gpu-operator"}
+RELEASE = {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "name": "gpu-operator",
+           "namespace": "gpu-operator"}
+POLICY_EXPRS = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "current": "status.state == 'ready'",
+                "failed": "status.state == 'ignored'"}
+NIC_EXPRS = {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy", "current": "status.state == 'ready'",
+             "failed": "status.state in ['error', 'ignore']"}
+
+
+@pytest.mark.parametrize("unit, objects, expected", [
+    # The NicClusterPolicy's unit applies it: wait, and the expression that reads its status.state.
+    ("network-config", [POOL, NIC], {"wait": True, "healthCheckExprs": [NIC_EXPRS]}),
+    # The GPU Operator's unit applies a HelmRelease; the chart makes the ClusterPolicy, which wait would not see.
+    ("gpu-operator", [NAMESPACE, REPOSITORY, RELEASE], {
+        "healthChecks": [{"apiVersion": "v1", "kind": "Namespace", "name": "gpu-operator"},
+                         {k: v for k, v in REPOSITORY.items()}, {k: v for k, v in RELEASE.items()},
+                         {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "name": "cluster-policy"}],
+        "healthCheckExprs": [POLICY_EXPRS]}),
+    # No HelmRelease (an Argo CD Application, or nothing of the chart): nothing made, only wait.
+    ("gpu-operator", [NAMESPACE], {"wait": True}),
+    # Kinds without a status field to read, and a ClusterPolicy applied by hand in another unit: read where applied.
+    ("scheduling-config", [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "name": "a"}], {"wait": True}),
+    ("gpu-sharing", [{"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "name": "mine"}],
+     {"wait": True, "healthCheckExprs": [POLICY_EXPRS]}),
+    ("smoke", [], {"wait": True}),
+    ("network-config", None, {"wait": True}),  # objects not known (the filter without objects): wait alone
+])
+def test_flux_health_judges_by_status_only_the_kinds_a_unit_holds(unit, objects, expected):
+    assert bundle.flux_health(unit, objects) == expected
+
+
+def test_flux_layout_gives_the_health_checks_of_each_units_objects():
+    files = ["network-config/ippool.yaml", "network-config/nicclusterpolicy.yaml", "gpu-operator/namespace.yaml",
+             "gpu-operator/helmrelease.yaml", "monitoring/configmap.yaml"]
+    objects = {files[0]: [POOL], files[1]: [NIC], files[2]: [NAMESPACE], files[3]: [RELEASE],
+               files[4]: [{"apiVersion": "v1", "kind": "ConfigMap", "name": "dashboard", "namespace": "gpu-operator"}]}
+    out = bundle.layout(files, "flux", objects=objects)
+    config = out["gpu-platform-network-config.yaml"]["spec"]
+    assert config["wait"] is True and config["healthCheckExprs"] == [NIC_EXPRS]
+    operator = out["gpu-platform-gpu-operator.yaml"]["spec"]
+    assert "wait" not in operator and operator["healthCheckExprs"] == [POLICY_EXPRS]
+    assert [c["kind"] for c in operator["healthChecks"]] == ["HelmRelease", "Namespace", "ClusterPolicy"]  # file order
+    assert operator["dependsOn"] == [{"name": "gpu-platform-network-config"}]
+    assert "healthCheckExprs" not in out["gpu-platform-monitoring.yaml"]["spec"]
+    assert out["gpu-platform-monitoring.yaml"]["spec"]["wait"] is True
+    # Without the NicClusterPolicy, no expression for it: only the kinds a unit holds.
+    out = bundle.layout(files[:1] + files[2:], "flux", objects=objects)
+    assert "healthCheckExprs" not in out["gpu-platform-network-config.yaml"]["spec"]
+    # Argo CD reads health from argocd-cm: no objects needed, no health checks in the bundle.
+    assert bundle.layout(files, "argocd", objects=objects) == bundle.layout(files, "argocd")
+
+
+@pytest.mark.parametrize("objects", [[{"apiVersion": "v1", "kind": "Namespace"}], [{"kind": "Namespace", "name": "x"}],
+                                     ["namespace-x.yaml"], [{"apiVersion": "", "kind": "Namespace", "name": "x"}]])
+def test_an_object_without_apiversion_kind_or_name_is_refused(objects):
+    with pytest.raises(ParamError) as err:
+        bundle.flux_health("gpu-operator", objects)
+    assert err.value.field == "objects"
 
 
 def test_only_units_with_files_are_laid_out_and_other_files_are_left_alone():

@@ -1,7 +1,11 @@
 """The driver upgrade domain: policy values, reading the upgrade states, stuck detection, host-mode decision."""
 from __future__ import annotations
 
+import os
+import re
+
 import pytest
+import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_mode, gpu_operator
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade as du
@@ -13,10 +17,26 @@ F = "gpu_operator_driver_upgrade_policy"
 
 # -- the policy --------------------------------------------------------------------------------------------------
 
-def test_no_policy_is_the_charts_defaults():
-    assert du.check_policy(None) == du.POLICY_DEFAULTS
-    assert du.check_policy({}) == du.POLICY_DEFAULTS
-    assert du.POLICY_DEFAULTS["gpuPodDeletion"] == {"force": False, "timeoutSeconds": 300, "deleteEmptyDir": False}
+UPGRADE_DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs",
+                           "upgrade.md")
+
+
+def documented_policy_defaults():
+    """The defaults docs/upgrade.md ("The policy variables") shows in its yaml block."""
+    with open(UPGRADE_DOC, encoding="utf-8") as handle:
+        text = handle.read()
+    block = re.search(r"## The policy variables\n.*?```yaml\n(.*?)```", text, re.S)
+    assert block, "docs/upgrade.md no longer shows the policy's defaults"
+    return yaml.safe_load(block.group(1))[F]
+
+
+def test_no_policy_is_the_documented_defaults():
+    """What docs/upgrade.md shows (the chart's defaults: tests/schema/test_driver_upgrade_policy_schema.py holds
+    POLICY_DEFAULTS to the upstream chart's values), not the module's constant compared with itself."""
+    documented = documented_policy_defaults()
+    assert du.check_policy(None) == documented
+    assert du.check_policy({}) == documented
+    assert documented["gpuPodDeletion"] == {"force": False, "timeoutSeconds": 300, "deleteEmptyDir": False}
 
 
 def test_keys_left_out_keep_the_defaults_and_the_input_is_not_changed():

@@ -88,7 +88,8 @@ def test_probe_pattern_matches_proc_modules_lines():
 
 
 def test_default_and_custom_node_selector():
-    assert pod_spec(render())["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+    # NFD's label, there before the peermem layer (GFD's nvidia.com/gpu.present only comes with the GPU Operator)
+    assert pod_spec(render())["nodeSelector"] == {"feature.node.kubernetes.io/pci-10de.present": "true"}
     custom = {"kubernetes.azure.com/accelerator": "nvidia", "agentpool": "gpu"}
     objects = render(node_selector=custom)
     assert pod_spec(objects)["nodeSelector"] == custom

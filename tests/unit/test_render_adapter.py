@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import render
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 
 OBJ = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-operator", "labels": {"a": "b"}}}
 
@@ -63,3 +63,35 @@ def test_render_to_a_file_is_refused(tmp_path):
     path.write_text("x")
     with pytest.raises(ParamError, match="render_to: .* exists and is not a directory"):
         render.write_objects(str(path), [OBJ], name_of)
+
+
+def test_manifest_objects_names_each_document_of_each_file(tmp_path):
+    """Who each object of a unit is, as the bundle's health checks name it (gitops_bundle, Flux)."""
+    unit = tmp_path / "network-config"
+    unit.mkdir()
+    render.write_objects(str(unit), [OBJ], name_of, "test")
+    (unit / "two.yaml").write_text("---\napiVersion: mellanox.com/v1alpha1\nkind: NicClusterPolicy\nmetadata:\n"
+                                   "  name: nic-cluster-policy\n---\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                                   "  name: c\n  namespace: n\n")
+    out = render.manifest_objects(str(tmp_path), ["network-config/namespace-gpu-operator.yaml", "network-config/two.yaml"])
+    assert out == {
+        "network-config/namespace-gpu-operator.yaml": [
+            {"apiVersion": "v1", "kind": "Namespace", "name": "gpu-operator", "namespace": ""}],
+        "network-config/two.yaml": [
+            {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy", "name": "nic-cluster-policy", "namespace": ""},
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "namespace": "n"}]}
+
+
+@pytest.mark.parametrize("text, words", [
+    ("kind: [unclosed\n", "could not read"),
+    ("- a list\n", "not a Kubernetes object"),
+    ("apiVersion: v1\nkind: Namespace\n", "not a Kubernetes object"),
+    ("apiVersion: v1\nmetadata: {name: x}\n", "not a Kubernetes object"),
+])
+def test_manifest_objects_refuses_what_is_not_an_object_naming_the_file(tmp_path, text, words):
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(ToolError) as err:
+        render.manifest_objects(str(tmp_path), ["bad.yaml"])
+    assert words in str(err.value) and "bad.yaml" in str(err.value) and "Fix:" in str(err.value)
+    with pytest.raises(ToolError):
+        render.manifest_objects(str(tmp_path), ["missing.yaml"])

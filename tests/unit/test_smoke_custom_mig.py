@@ -44,3 +44,30 @@ def test_a_layout_missing_from_the_custom_config_is_refused_before_any_read():
         smoke_allocatable.allocatable_inputs({"mig_layout": "all-1g.10gb", "mig_config": CONFIG})
     with pytest.raises(ParamError, match="^mig_layout: 'training-mix' is not a standard layout name"):
         smoke_allocatable.allocatable_inputs({"mig_layout": "training-mix"})
+
+
+def test_gfd_labels_after_a_single_strategy_layout_count_mig_devices_not_boards():
+    """GPU Feature Discovery under the single strategy names the product ``<board>-MIG-<profile>`` and counts the MIG
+    devices once the layout is applied: 8 A100s in all-1g.10gb are labelled count 56, and advertise 56, not 392."""
+    layout = ("all-1g.10gb", "single")
+    before = smoke_allocatable.expected_from_mig_layout([node("gpu-1")], *layout)
+    after = smoke_allocatable.expected_from_mig_layout([node("gpu-1", "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb", "56")], *layout)
+    assert before == after == {"gpu-1": {"nvidia.com/gpu": 56}}
+    odd = smoke_allocatable.expected_from_mig_layout([node("gpu-1", "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb", "50")], *layout)
+    assert odd == {"gpu-1": None}
+
+
+def test_mig_profile_expects_the_boards_behind_gfds_mig_device_count():
+    """A node already in all-1g.10gb (GFD: product -MIG-1g.10gb, count 56) moved to all-3g.40gb: 8 boards, 16
+    instances; the same layout again: 56, not 392."""
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import mig_profile
+    applied = {"metadata": {"name": "gpu-1", "labels": {
+        "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb", "nvidia.com/gpu.count": "56",
+        "nvidia.com/mig.config": "all-1g.10gb", "nvidia.com/mig.config.state": "success"}}}
+    same = mig_profile._expected(applied, "A100-80GB", mig.named_layout("all-1g.10gb", "A100-80GB"), "single",
+                                 "all-1g.10gb")
+    other = mig_profile._expected(applied, "A100-80GB", mig.named_layout("all-3g.40gb", "A100-80GB"), "single",
+                                  "all-3g.40gb")
+    assert same == {"nvidia.com/gpu": 56} and other == {"nvidia.com/gpu": 16}
+    assert mig.boards_from_labels("NVIDIA-A100-SXM4-80GB", 8, dict) == 8  # whole GPUs: the count is the boards

@@ -1,6 +1,8 @@
 """The NCCL smoke test's new rules: it runs whenever RDMA is on, under every scheduler and in every RDMA mode,
 claims the network layer's NICs, takes its threshold and GPU count from the node type, and passes only on
 GPUDirect RDMA over InfiniBand."""
+import os
+import re
 import subprocess
 
 import pytest
@@ -10,6 +12,8 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import
 from tests.fakes.nccl_logs import NCCL_IB_LOG
 from tests.unit.smoke_helpers import NCCL_IMAGE, NS, settings
 
+SMOKE_DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs",
+                         "smoke_tests.md")
 KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret-material\n-----END OPENSSH PRIVATE KEY-----\n"
 PUB = "ssh-ed25519 AAAAC3Nza gpu-platform-smoke\n"
 
@@ -65,10 +69,30 @@ def test_explicit_threshold_and_gpus_win_over_the_node_type():
     assert nccl_item(node_type="", gpus_per_node="")["params"]["gpus_per_node"] == 8
 
 
-def test_thresholds_follow_their_documented_derivation():
-    for name, facts in node_types.NODE_TYPES.items():
-        line_rate = facts["nics"] * facts["nic_gbps"] / 8
-        assert facts["min_busbw_gbps"] == int(node_types.BUSBW_FRACTION * line_rate), name
+def documented_thresholds():
+    """docs/smoke_tests.md's derivation (the fraction of the line rate) and its table: {node type: (VM size, NICs,
+    Gb/s per NIC, line rate GB/s, threshold GB/s)}."""
+    with open(SMOKE_DOC, encoding="utf-8") as handle:
+        text = handle.read()
+    fraction = re.search(r"every threshold is derived the same way: ([\d.]+) x the node's\s+InfiniBand line rate", text)
+    assert fraction, "docs/smoke_tests.md no longer states the fraction of the line rate"
+    rows = re.findall(r"^\| `([\w-]+)` \((\w+)\) \| (\d+) x (\d+) Gb/s \w+ \| (\d+) GB/s \| (\d+) GB/s \|", text, re.M)
+    return float(fraction.group(1)), {name: (size, int(nics), int(gbps), int(rate), int(threshold))
+                                      for name, size, nics, gbps, rate, threshold in rows}
+
+
+def test_thresholds_are_the_documented_ones():
+    """The thresholds docs/smoke_tests.md states (0.7 x the line rate, and its table's numbers), not the module's own
+    BUSBW_FRACTION re-applied: a changed fraction or NIC count without the doc fails here."""
+    fraction, table = documented_thresholds()
+    assert fraction == 0.7 and table["nd-h100-v5"][4] == 280 and table["nd-a100-v4"][4] == 140
+    assert sorted(table) == sorted(node_types.NODE_TYPES), "every node type in the doc's table, and only those"
+    for name, (size, nics, gbps, rate, threshold) in table.items():
+        facts = node_types.NODE_TYPES[name]
+        assert rate == nics * gbps // 8 and threshold == int(fraction * rate), "the doc's own arithmetic: %s" % name
+        assert (facts["vm_sizes"][0], facts["nics"], facts["nic_gbps"], facts["min_busbw_gbps"]) == \
+            (size, nics, gbps, threshold), name
+        assert nccl_item(node_type=name, min_busbw="")["params"]["min_busbw_gbps"] == threshold
         assert facts["min_busbw_source"].startswith("derived: ") and "learn.microsoft.com" in facts["min_busbw_source"]
     assert "aks-rdma-infiniband" in node_types.NODE_TYPES["nd-a100-v4"]["min_busbw_source"]
 

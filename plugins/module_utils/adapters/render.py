@@ -119,6 +119,33 @@ def unit_manifests(directory):
     return out
 
 
+def manifest_objects(directory, paths):
+    """{path: [its documents as {apiVersion, kind, name, namespace}]} for the YAML files at ``paths`` (relative to
+    ``directory``): who each object of the bundle's units is, for the units' health checks. Empty documents are left
+    out; a document that is not an object with an apiVersion, a kind and a name is refused, naming the file."""
+    if yaml is None:
+        raise ToolError("PyYAML is required to read manifests. Fix: pip install PyYAML")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    out = {}
+    for name in paths:
+        path = os.path.join(directory, name)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                docs = [doc for doc in yaml.load_all(handle, Loader=loader) if doc is not None]
+        except (OSError, yaml.YAMLError) as exc:
+            raise ToolError("could not read %s: %s. Fix: render the bundle again, or repair the file" % (path, exc))
+        out[name] = []
+        for doc in docs:
+            meta = doc.get("metadata") if isinstance(doc, dict) else None
+            if not isinstance(meta, dict) or not all(isinstance(v, str) and v for v in (
+                    doc.get("apiVersion"), doc.get("kind"), meta.get("name"))):
+                raise ToolError("%s holds a document that is not a Kubernetes object (apiVersion, kind and "
+                                "metadata.name). Fix: render the bundle again, or repair the file" % path)
+            out[name].append({"apiVersion": doc["apiVersion"], "kind": doc["kind"], "name": meta["name"],
+                              "namespace": meta.get("namespace") or ""})
+    return out
+
+
 def remove_files(directory, names, check_mode=False):
     """Remove the named files that exist; returns (removed names, diffs)."""
     removed, diffs = [], []

@@ -8,8 +8,10 @@ Private to the collection: not a public API. Pure: standard library only.
 A reconciler applies a unit as a whole after a server-side dry-run, so a custom resource cannot share a unit
 with the chart that installs its CRD: the operators' charts and their custom resources are separate units, and
 a unit depends on the units whose CRDs or workloads it needs. Flux gets one ``Kustomization`` per unit with
-``dependsOn`` and ``wait``; Argo CD gets sync waves (the depth of a unit in the same graph) and, on custom
-resources whose CRD arrives in an earlier wave, ``SkipDryRunOnMissingResource=true``. See docs/gitops.md.
+``dependsOn`` and ``wait`` (and, for the kinds whose readiness is a status field, ``healthCheckExprs``: see
+domain/readiness.py); Argo CD gets sync waves (the depth of a unit in the same graph) and, on custom resources whose
+CRD arrives in an earlier wave, ``SkipDryRunOnMissingResource=true``. A unit nothing waits for whose kinds come from
+outside the platform (``APART``) is, with Argo CD, no part of the root's sync. See docs/gitops.md.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import posixpath
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import readiness
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.names import MANAGED_BY
 
 FLUX_KUSTOMIZE = "kustomize.toolkit.fluxcd.io/v1"
@@ -41,6 +44,17 @@ UNITS = {
                                             "(the Prometheus Operator's CRDs come from outside the platform)"),
     "smoke": (("gpu-sharing", "dra-driver", "scheduling-config", "network-config"), True,
               "the smoke tests, once every layer is ready"),
+}
+
+# Units nothing waits for, whose kinds come from outside the platform (the Prometheus Operator's CRDs): with Flux a
+# Kustomization no other depends on; with Argo CD a sync of their own (their own Application), out of the root's
+# waves, so that a cluster without those CRDs still reaches the later waves.
+APART = ("monitoring",)
+
+# The custom resources a unit's chart makes, which its Kustomization does not apply and so does not wait for: the GPU
+# Operator chart's templates/clusterpolicy.yaml (unconditional, always named cluster-policy).
+CHART_OBJECTS = {
+    "gpu-operator": ({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "name": "cluster-policy"},),
 }
 
 
@@ -113,13 +127,47 @@ def _check_source(source):
     return source
 
 
-def flux_kustomization(unit, deps, path, source, interval="10m", timeout="20m"):
-    """The Flux Kustomization that applies ``unit`` once the units in ``deps`` are ready."""
+def _reference(obj):
+    """A Flux health check's reference to ``obj`` ({apiVersion, kind, name, namespace})."""
+    if not isinstance(obj, dict) or not obj.get("name"):
+        raise ParamError("objects", "%r is not an object's apiVersion, kind and name" % (obj,),
+                         "give each object of the unit as {apiVersion, kind, name, namespace}")
+    readiness.group_kind(obj.get("apiVersion"), obj.get("kind"))
+    out = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": obj["name"]}
+    if obj.get("namespace"):
+        out["namespace"] = obj["namespace"]
+    return out
+
+
+def flux_health(unit, objects=None):
+    """How the unit's Kustomization tells that the unit is ready, as spec fields.
+
+    ``wait: true``: every object it applied is ready. Where the unit's chart (its HelmRelease) makes a custom resource
+    whose readiness matters (``CHART_OBJECTS``), ``wait`` would not see it: ``healthChecks`` then names the objects
+    of the unit and that resource. Either way with ``healthCheckExprs`` for the kinds among them whose readiness is a
+    status field. ``objects``: the unit's objects ({apiVersion, kind, name, namespace}); None when not known (only
+    ``wait``).
+    """
+    if objects is None:
+        return {"wait": True}
+    refs = [_reference(obj) for obj in objects]
+    made = [dict(obj) for obj in CHART_OBJECTS.get(unit, ()) if any(r["kind"] == "HelmRelease" for r in refs)]
+    out = {"healthChecks": refs + made} if made else {"wait": True}
+    exprs = readiness.health_check_exprs([(r["apiVersion"], r["kind"]) for r in refs + made])
+    if exprs:
+        out["healthCheckExprs"] = exprs
+    return out
+
+
+def flux_kustomization(unit, deps, path, source, interval="10m", timeout="20m", objects=None):
+    """The Flux Kustomization that applies ``unit`` once the units in ``deps`` are ready (``objects``: the unit's,
+    see flux_health)."""
     spec = {
         "interval": interval, "retryInterval": "1m", "timeout": timeout,
-        "path": "%s/%s" % (_check_path(path), unit), "prune": True, "wait": True,
-        "sourceRef": {"kind": source.get("kind", "GitRepository"), "name": source["name"]},
+        "path": "%s/%s" % (_check_path(path), unit), "prune": True,
     }
+    spec.update(flux_health(unit, objects))
+    spec["sourceRef"] = {"kind": source.get("kind", "GitRepository"), "name": source["name"]}
     if source.get("namespace"):
         spec["sourceRef"]["namespace"] = source["namespace"]
     if deps:
@@ -132,10 +180,11 @@ def flux_kustomization(unit, deps, path, source, interval="10m", timeout="20m"):
 
 
 def unit_kustomization(unit, files, fmt, wave=0):
-    """The unit folder's kustomization.yaml (Argo CD: with its sync wave and sync options)."""
+    """The unit folder's kustomization.yaml (Argo CD: with its sync wave, none for a sync of its own (``wave``
+    None), and sync options)."""
     out = {"apiVersion": KUSTOMIZE, "kind": "Kustomization", "resources": sorted(files)}
     if fmt == "argocd":
-        annotations = {SYNC_WAVE: str(wave)}
+        annotations = {} if wave is None else {SYNC_WAVE: str(wave)}
         if UNITS[unit][1]:
             annotations[SYNC_OPTIONS] = "SkipDryRunOnMissingResource=true,ServerSideApply=true"
         out["commonAnnotations"] = annotations
@@ -153,12 +202,14 @@ def unit_files(paths):
     return out
 
 
-def layout(files, fmt="flux", path="./platform", source=None, interval="10m"):
+def layout(files, fmt="flux", path="./platform", source=None, interval="10m", objects=None):
     """Every file of the bundle's layout, {relative path: object}, for the units that have files.
 
     ``files``: the manifests' paths relative to the bundle's root (``<unit>/<file>``). Flux: the root's
-    kustomization.yaml lists one Flux Kustomization per unit (``gpu-platform-<unit>.yaml``); Argo CD: it lists the
-    unit folders, whose objects carry their sync wave.
+    kustomization.yaml lists one Flux Kustomization per unit (``gpu-platform-<unit>.yaml``), which waits for what the
+    unit holds (``objects``: {path: [the file's objects as {apiVersion, kind, name, namespace}]}, for the health
+    checks; without it, ``wait`` alone). Argo CD: it lists the unit folders but the ``APART`` ones, whose objects
+    carry their sync wave; an ``APART`` unit is synced on its own (its own Application, docs/gitops.md).
     """
     if fmt not in ("flux", "argocd"):
         raise ParamError("gpu_platform_render_format", "%r is not a GitOps format" % (fmt,), "use flux or argocd")
@@ -167,15 +218,19 @@ def layout(files, fmt="flux", path="./platform", source=None, interval="10m"):
         source = _check_source(source or {"kind": "GitRepository", "name": "flux-system"})
     by_unit = unit_files(files)
     present = [u for u in UNITS if by_unit.get(u)]
-    deps, wave = dependencies(present), waves(present)
+    synced = [u for u in present if fmt == "flux" or u not in APART]  # in the root's sync
+    deps, wave = dependencies(present), waves(synced)
     out = {}
     for unit in present:
-        out["%s/kustomization.yaml" % unit] = unit_kustomization(unit, by_unit[unit], fmt, wave[unit])
+        out["%s/kustomization.yaml" % unit] = unit_kustomization(unit, by_unit[unit], fmt, wave.get(unit))
     if fmt == "argocd":
-        out["kustomization.yaml"] = {"apiVersion": KUSTOMIZE, "kind": "Kustomization", "resources": present}
+        out["kustomization.yaml"] = {"apiVersion": KUSTOMIZE, "kind": "Kustomization", "resources": synced}
         return out
     for unit in present:
-        out[PREFIX + unit + ".yaml"] = flux_kustomization(unit, deps[unit], path, source, interval)
+        unit_objects = None if objects is None else [
+            obj for name in sorted(by_unit[unit]) for obj in objects.get("%s/%s" % (unit, name)) or []]
+        out[PREFIX + unit + ".yaml"] = flux_kustomization(unit, deps[unit], path, source, interval,
+                                                          objects=unit_objects)
     out["kustomization.yaml"] = {"apiVersion": KUSTOMIZE, "kind": "Kustomization",
                                  "resources": [PREFIX + u + ".yaml" for u in present]}
     return out

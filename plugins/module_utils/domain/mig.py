@@ -382,3 +382,17 @@ def reboot_may_be_needed(from_enabled, to_enabled):
     needs no reset.
     """
     return bool(from_enabled) != bool(to_enabled)
+
+
+def boards_from_labels(product_label, count, per_gpu):
+    """The node's GPUs from GPU Feature Discovery's ``nvidia.com/gpu.count`` label. Once a MIG layout is applied under
+    the single strategy, GFD names the product ``<board>-MIG-<profile>`` and counts the MIG devices, not the boards:
+    the count is divided by the devices one GPU gives (``per_gpu()``, the layout's resources for one GPU). None when
+    that does not divide evenly (the label is not this layout's)."""
+    if "-MIG-" not in (product_label or "").upper():
+        return count
+    devices = sum(int(v) for v in per_gpu().values() if str(v).isdigit())
+    if not devices or count % devices:
+        return None
+    return count // devices
+

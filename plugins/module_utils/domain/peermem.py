@@ -20,6 +20,8 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import
 NAME = "nvidia-peermem-loader"
 MODULE = re.compile(r"[a-z0-9_-]+")
 LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "gpu-platform"}
+# NFD's NVIDIA PCI label: NFD runs before the peermem layer; nvidia.com/gpu.present comes with the GPU Operator, after.
+DEFAULT_NODE_SELECTOR = {"feature.node.kubernetes.io/pci-10de.present": "true"}
 
 
 def daemonset(namespace, image, module="nvidia-peermem", node_selector=None, image_pull_secrets=None):
@@ -31,10 +33,11 @@ def daemonset(namespace, image, module="nvidia-peermem", node_selector=None, ima
     if not isinstance(module, str) or not MODULE.fullmatch(module):
         raise ParamError("peermem_module", "%r is not a kernel module name" % (module,),
                          "use nvidia-peermem (or nvidia-current-peermem on Debian's packages)")
-    selector = node_selector if node_selector is not None else {"nvidia.com/gpu.present": "true"}
+    selector = node_selector if node_selector is not None else dict(DEFAULT_NODE_SELECTOR)
     if not isinstance(selector, dict) or not selector:
         raise ParamError("peermem_node_selector", "must be a non-empty dictionary of node labels",
-                         "e.g. {nvidia.com/gpu.present: 'true'} or {kubernetes.azure.com/accelerator: nvidia}")
+                         "e.g. {feature.node.kubernetes.io/pci-10de.present: 'true'} or "
+                         "{kubernetes.azure.com/accelerator: nvidia}")
     for key, value in selector.items():
         if not isinstance(value, str):
             raise ParamError("peermem_node_selector.%s" % key, "%r is not a string (label values are strings)"

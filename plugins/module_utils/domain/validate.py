@@ -60,6 +60,13 @@ def given(params, suboptions=()):
     return out
 
 
+def boolean(field, value):
+    """``value`` when it is true or false; else a ParamError naming ``field``."""
+    if not isinstance(value, bool):
+        raise ParamError(field, "%r is not true or false" % (value,), "set it to true or false")
+    return value
+
+
 def dns_label(field, value, max_len=63):
     """A DNS-1123 label such as a namespace name."""
     if not isinstance(value, str) or not value:

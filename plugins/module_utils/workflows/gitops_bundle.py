@@ -3,8 +3,9 @@
 # Apache License 2.0 (see LICENSE)
 """params -> plan -> write -> result for gitops_bundle.
 
-Private to the collection: not a public API. The units' manifests are listed (adapters/render.py), the layout that
-ties them together comes from domain/bundle.py, and only the files whose text differs are written.
+Private to the collection: not a public API. The units' manifests are listed and, for Flux's health checks, read
+(adapters/render.py), the layout that ties them together comes from domain/bundle.py, and only the files whose text
+differs are written.
 """
 
 from __future__ import annotations
@@ -25,9 +26,15 @@ def run(params, check_mode=False):
     """The gitops_bundle module: write the kustomizations that apply the bundle's units in the platform's order."""
     root = params["render_to"]
     path = bundle.flux_path(root, params.get("flux_path"))
+    fmt = params.get("render_format") or "flux"
+    files = render.unit_manifests(root)
+    # Flux's health checks name the units' objects; Argo CD judges health from argocd-cm (docs/gitops.md).
+    objects = None
+    if fmt == "flux":
+        objects = render.manifest_objects(root, ["%s/%s" % (unit, name)
+                                                 for unit, names in bundle.unit_files(files).items() for name in names])
     try:
-        tree = bundle.layout(render.unit_manifests(root), params.get("render_format") or "flux", path,
-                             params.get("flux_source") or None)
+        tree = bundle.layout(files, fmt, path, params.get("flux_source") or None, objects=objects)
     except ParamError as exc:
         raise exc.renamed(OPTIONS) from None
     # The unit folders' kustomizations, then the root's files: write_files takes plain names in one folder.

@@ -175,12 +175,24 @@ class Rollout:
         return cm_changed, [[p.name for p in group] for group in groups]
 
 
-def _expected(node, product, layout, strategy):
-    """What the node should advertise once the layout is applied (None without GFD's GPU count label)."""
-    count = mig_rollout.labels_of(node).get("nvidia.com/gpu.count")
+def _expected(node, product, layout, strategy, profile):
+    """What the node should advertise once the layout is applied (None without GFD's GPU count label, or with one
+    the layout applied now does not explain)."""
+    labels = mig_rollout.labels_of(node)
+    count = labels.get("nvidia.com/gpu.count")
     if count is None:
         return None
-    return mig.resources(product, layout, strategy, int(count))
+    applied = labels.get("nvidia.com/mig.config")
+
+    def per_gpu():  # what one GPU gives under the layout applied now (GFD's labels describe that one)
+        if applied in (None, profile):
+            return mig.resources(product, layout, strategy, 1)
+        try:
+            return mig.resources(product, mig.named_layout(applied, product), strategy, 1)
+        except ParamError:  # a custom layout of another config: its device count is not known here
+            return {}
+    boards = mig.boards_from_labels(labels.get("nvidia.com/gpu.product"), int(count), per_gpu)
+    return None if boards is None else mig.resources(product, layout, strategy, boards)
 
 
 def run(params, kube_factory, check_mode=False, clock=None, interval=5.0):
@@ -206,7 +218,8 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=5.0):
             plan.before not in (None, DISABLED), enabled)
         entry["layout"] = layouts[plan.name]
         entry["expected_resources"] = _expected(nodes_by_name[plan.name], product_by_node[plan.name],
-                                                layouts[plan.name], params.get("strategy") or "single")
+                                                layouts[plan.name], params.get("strategy") or "single",
+                                                params["profile"])
         results.append(entry)
     changed_nodes = [p.name for p in plans if p.action != "keep"]
     return {

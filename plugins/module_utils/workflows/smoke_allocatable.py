@@ -59,7 +59,9 @@ def expected_from_mig_layout(nodes, layout, strategy, config=None):
             continue
         try:
             entries = config["mig-configs"][layout] if config else mig.named_layout(layout, product)
-            out[meta.get("name")] = mig.resources(product, entries, strategy, count)
+            count = mig.boards_from_labels(labels.get(GPU_PRODUCT_LABEL), count,
+                                           lambda: mig.resources(product, entries, strategy, 1))
+            out[meta.get("name")] = None if count is None else mig.resources(product, entries, strategy, count)
         except ParamError as exc:
             raise ParamError("mig_layout", "node %s (%s): %s" % (meta.get("name"), product, exc.msg),
                              "name a layout the pool's GPUs have") from None
