@@ -150,6 +150,7 @@ def held_back(cluster, timeout=CONVERGE):
     return ("network agent stuck (%s): network-config not Ready (%s), gpu-operator unit held back for %d s (%s)"
             % (STUCK, ready_condition(network).get("reason"), HELD, ready_condition(gpu).get("reason")))
 
+
 def flux_list(cluster):
     proc = kubectl(cluster, "get", "%s,%s" % (RESOURCE["Kustomization"], RESOURCE["HelmRelease"]), "-A", "-o", "json")
     return json.loads(proc.stdout)["items"]

@@ -1,9 +1,9 @@
 """``python -m scripts.local_cluster build|up|down|status``: see ``docs/testing.md``.
 
 Settings (environment): ``CLUSTER_DIR`` (state, default ``build/cluster``), ``CLUSTER_PROFILE`` (the fleet:
-``fleet.PROFILES``, default ``labelled``), ``CLUSTER_GPU_NODES`` (default 4), ``CLUSTER_BARE=1`` (``up --bare``), ``CLUSTER_GITOPS=1`` (``build --gitops``, ``up --gitops``: the
-Flux controllers and a git server too), ``CLUSTER_PORT_<COMPONENT>`` (a fixed port instead of a free one),
-``CLUSTER_START_TIMEOUT`` (seconds per component, default 120), ``GPU_PLATFORM_CACHE``.
+``fleet.PROFILES``, default ``labelled``), ``CLUSTER_GPU_NODES`` (default 4), ``CLUSTER_BARE=1`` (``up --bare``),
+``CLUSTER_GITOPS=1`` (``build --gitops``, ``up --gitops``: the Flux controllers and a git server too),
+``CLUSTER_PORT_<COMPONENT>`` (a fixed port instead of a free one), ``CLUSTER_START_TIMEOUT`` (seconds per component, default 120), ``GPU_PLATFORM_CACHE``.
 """
 
 import argparse

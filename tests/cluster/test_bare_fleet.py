@@ -70,9 +70,9 @@ class Aks:
         self.dyn = dynamic.DynamicClient(config.new_client_from_config(config_file=cluster.kubeconfig))
 
     def run(self, *extra, playbook="site.yml"):
+        connection = "@%s" % (self.cluster.dir / "connection.yml")
         command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
-                   str(ROOT / "inventories" / "aks"), str(ROOT / playbook), "-e", "@%s" % (self.cluster.dir /
-                                                                                        "connection.yml"),
+                   str(ROOT / "inventories" / "aks"), str(ROOT / playbook), "-e", connection,
                    "-e", "smoke_tests_nccl_image=" + NCCL_IMAGE, *extra]
         proc = subprocess.run(command, env=self.env, capture_output=True, text=True, cwd=str(ROOT), check=False,
                               timeout=1200)

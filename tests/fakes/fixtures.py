@@ -9,6 +9,9 @@ Fixtures:
   server answered 500.
 * ``fake_api``: one server with the default controllers and a ``FakeClock``.
 * ``fake_k8s_client``: a ``kubernetes.dynamic.DynamicClient`` for ``fake_api``.
+* ``fake``: a server with no simulated controller of its own, for the live controllers (tests/fakes/live.py) to play
+  them; ``live``: ``start(controllers)`` -> a started LiveRunner over HTTP to ``fake`` (stopped at teardown; the test
+  fails if a controller raised).
 
 ``HOME``, the XDG directories and ``TMPDIR`` are set to fresh directories under
 ``tmp_path`` so the discovery and OpenAPI caches of kubectl, helm and the Python client
@@ -83,3 +86,32 @@ def fake_api(fake_api_factory):
 @pytest.fixture
 def fake_k8s_client(fake_api, tmp_path):
     return dynamic_client(fake_api, tmp_path)
+
+
+@pytest.fixture
+def fake(fake_api_factory):
+    """The fake API server with no simulated controller of its own (the live ones play them)."""
+    return fake_api_factory(controllers=[])
+
+
+@pytest.fixture
+def live(fake):
+    """``start(controllers)`` -> a started LiveRunner over HTTP to ``fake``; stopped at teardown, and the test
+    fails if a controller raised."""
+    from .helpers import wait_until
+    from .live import LiveRunner
+    from .live_store import LiveStore
+    runners, lines = [], []
+
+    def start(controllers, **options):
+        store = LiveStore(fake.kubeconfig, log=lines.append)
+        runner = LiveRunner(store, controllers, log=lambda text, stream=None: lines.append(text), **options)
+        runners.append(runner.start())
+        wait_until(lambda: runner.synced, what="the initial lists")
+        return runner
+
+    start.lines = lines
+    yield start
+    for runner in runners:
+        runner.stop()
+    assert [e for r in runners for e in r.errors] == []

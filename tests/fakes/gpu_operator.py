@@ -131,7 +131,7 @@ class SimulatedGpuOperator(Controller):
 
     def _set_state(self, policy):
         operands = [ds for ds in self.store.list("apps/v1", "DaemonSet", self.namespace)
-                    if (ds["metadata"].get("labels") or {}).get("app") in {n for _, n in self._operands()}]
+                    if (ds["metadata"].get("labels") or {}).get("app") in {name for _component, name in self._operands()}]
         ready = bool(operands) and all(
             (ds.get("status") or {}).get("numberReady", 0) >= (ds.get("status") or {}).get("desiredNumberScheduled", 1)
             for ds in operands)

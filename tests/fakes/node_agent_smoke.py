@@ -203,4 +203,3 @@ class SmokeLogs(Controller):
                 self.store.delete(*LOGS_API, name, namespace)
         except Exception:  # noqa: BLE001 - not served, or gone with its namespace
             pass
-

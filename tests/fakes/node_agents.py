@@ -226,10 +226,9 @@ class NodeAgents(Controller):
                              meta["namespace"])
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         value = "True" if ready else "False"
-        conditions = [dict(c) for c in status.get("conditions") or [] if c.get("type") not in ("Ready",
-                                                                                              "ContainersReady")]
-        conditions += [{"type": kind, "status": value, "lastTransitionTime": now} for kind in ("Ready",
-                                                                                              "ContainersReady")]
+        readiness = ("Ready", "ContainersReady")
+        conditions = [dict(c) for c in status.get("conditions") or [] if c.get("type") not in readiness]
+        conditions += [{"type": kind, "status": value, "lastTransitionTime": now} for kind in readiness]
         containers = []
         for container in status.get("containerStatuses") or []:
             entry = dict(container, ready=ready)
@@ -238,8 +237,8 @@ class NodeAgents(Controller):
             else:
                 entry["state"] = {"waiting": {"reason": reason[0], "message": reason[1]}}
             containers.append(entry)
-        self.store.patch_status("v1", "Pod", meta["name"], dict(status, conditions=conditions,
-                                                                 containerStatuses=containers), meta["namespace"])
+        new_status = dict(status, conditions=conditions, containerStatuses=containers)
+        self.store.patch_status("v1", "Pod", meta["name"], new_status, meta["namespace"])
 
     def _policy_spec(self):
         return (self.cluster_policy or {}).get("spec") or {}

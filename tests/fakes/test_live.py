@@ -16,51 +16,21 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import pytest
+from scripts.local_cluster.fleet import fleet
 
 from .controllers import Controller
 from .gpu_operator import OPERAND_NAMES, gpu_node
-from .live import LiveRunner
 from .live_controllers import LiveGpuOperator, SimulatedDraDriver
-from scripts.local_cluster.fleet import fleet
-
 from .live_network import LiveNetworkOperator
 from .node_agent_effects import default_mig_parted_config
-from .live_store import LiveStore
 from .live_volcano import LiveVolcanoJobs
 from .helpers import wait_until
-from .test_live_store import _policy, _writes
+from .test_live_store import _policy
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def fake(fake_api_factory):
-    """The fake API server with no simulated controller of its own (the live ones play them)."""
-    return fake_api_factory(controllers=[])
-
-
 CONTAINERS = [{"name": "c", "image": "img:1"}]
-
-
-@pytest.fixture
-def live(fake):
-    """``start(controllers)`` -> a started LiveRunner over HTTP to ``fake``; stopped at teardown, and the test
-    fails if a controller raised."""
-    runners, lines = [], []
-
-    def start(controllers, **options):
-        store = LiveStore(fake.kubeconfig, log=lines.append)
-        runner = LiveRunner(store, controllers, log=lambda text, stream=None: lines.append(text), **options)
-        runners.append(runner.start())
-        wait_until(lambda: runner.synced, what="the initial lists")
-        return runner
-
-    start.lines = lines
-    yield start
-    for runner in runners:
-        runner.stop()
-    assert [e for r in runners for e in r.errors] == []
 
 
 # ---------------------------------------------------------------- the runner and its controllers

@@ -12,7 +12,7 @@ from . import node_agent_logs
 from .helpers import wait_until
 from .node_agent_smoke import SmokeLogs
 from .node_agents import AGENTS, EFFECTS, FAULTS, NodeAgents, agent_of, fault_state, parse_fault
-from .test_live import _policy, fake, live  # noqa: F401 - pytest fixtures
+from .test_live_store import _policy
 
 H100_AKS = hardware("h100", nic="cx7-ib", nics=8, netdev="ib%d")
 RDMA_CONFIG = json.dumps({"configList": [{"resourceName": "shared_ib", "resourcePrefix": "rdma", "rdmaHcaMax": 63,
@@ -110,7 +110,8 @@ def test_every_agent_is_recognised_by_its_pods_labels():
 
 # ---------------------------------------------------------------- the agents on a server
 
-def _bare_node(fake, name="aks-gpu-1", declared=H100_AKS):
+def _bare_node(fake, name="aks-gpu-1", declared=None):
+    declared = H100_AKS if declared is None else declared
     node = fleet(1, "aks-nd-h100-v5")[1]
     node["metadata"]["name"] = name
     node["metadata"]["labels"]["kubernetes.io/hostname"] = name
@@ -296,10 +297,12 @@ def test_the_nccl_log_follows_the_workers_nodes(fake, live, tmp_path):
     text = (tmp_path / "smoke_nccl-launcher" / "mpirun.log").read_text()
     assert "nvidia-peermem is not loaded on node aks-gpu-2" in text and "NET/Socket" in text and "GDRDMA" not in text
     fake.store.delete("v1", "Pod", "nccl-launcher", "smoke")
-    wait_until(lambda: not (tmp_path / "smoke_nccl-launcher").exists(), what="the log removed with its pod")
+    first_log = tmp_path / "smoke_nccl-launcher" / "mpirun.log"
+    wait_until(lambda: not first_log.exists(), what="the log removed with its pod")
     _pod(fake, "peermem", "aks-gpu-2", "peermem")
     _smoke_pod(fake, "nccl-launcher-2", "aks-gpu-1", "launcher")
-    wait_until(lambda: (tmp_path / "smoke_nccl-launcher-2" / "mpirun.log").exists(), what="the second launcher's log")
-    text = (tmp_path / "smoke_nccl-launcher-2" / "mpirun.log").read_text()
+    second_log = tmp_path / "smoke_nccl-launcher-2" / "mpirun.log"
+    wait_until(second_log.exists, what="the second launcher's log")
+    text = second_log.read_text()
     assert "GDRDMA" in text and "Avg bus bandwidth    : 3" in text, text[-400:]
     assert runner.settle()

@@ -101,7 +101,7 @@ NIC_EXPRS = {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy", 
     # The GPU Operator's unit applies a HelmRelease; the chart makes the ClusterPolicy, which wait would not see.
     ("gpu-operator", [NAMESPACE, REPOSITORY, RELEASE], {
         "healthChecks": [{"apiVersion": "v1", "kind": "Namespace", "name": "gpu-operator"},
-                         {k: v for k, v in REPOSITORY.items()}, {k: v for k, v in RELEASE.items()},
+                         dict(REPOSITORY), dict(RELEASE),
                          {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "name": "cluster-policy"}],
         "healthCheckExprs": [POLICY_EXPRS]}),
     # No HelmRelease (an Argo CD Application, or nothing of the chart): nothing made, only wait.

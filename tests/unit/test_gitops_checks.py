@@ -246,7 +246,9 @@ def test_an_empty_read_is_zero_of_everything():
 
 
 def test_ready_times_are_datetimes():
-    (at,) = ready_times(items_at(a="2026-11-25T12:00:01Z")).values()
+    times = list(ready_times(items_at(a="2026-11-25T12:00:01Z")).values())
+    assert len(times) == 1
+    at = times[0]
     assert at == datetime(2026, 11, 25, 12, 0, 1, tzinfo=timezone.utc) and at.utcoffset() == timedelta(0)
 
 

@@ -395,4 +395,3 @@ def boards_from_labels(product_label, count, per_gpu):
     if not devices or count % devices:
         return None
     return count // devices
-

@@ -288,7 +288,7 @@ def describe_components(policy_uid, daemonsets, pods):
         if waiting:
             parts.append("DaemonSet %s/%s: pods not Ready on %s" % (meta["namespace"], meta["name"], ", ".join(waiting)))
         elif status.get("numberAvailable", 0) < desired:
-            parts.append("DaemonSet %s/%s: %s of %s pods available" % (meta["namespace"], meta["name"],
-                                                                      status.get("numberAvailable", 0), desired))
+            available = status.get("numberAvailable", 0)
+            parts.append("DaemonSet %s/%s: %s of %s pods available"
+                         % (meta["namespace"], meta["name"], available, desired))
     return "; ".join(parts)
-
