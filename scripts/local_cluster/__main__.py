@@ -1,7 +1,7 @@
 """``python -m scripts.local_cluster build|up|down|status``: see ``docs/testing.md``.
 
 Settings (environment): ``CLUSTER_DIR`` (state, default ``build/cluster``), ``CLUSTER_PROFILE`` (the fleet:
-``fleet.PROFILES``, default ``labelled``), ``CLUSTER_GPU_NODES`` (default 4), ``CLUSTER_BARE=1`` (``up --bare``),
+``fleet.PROFILES``, default ``mixed``), ``CLUSTER_GPU_NODES`` (default 4), ``CLUSTER_BARE=1`` (``up --bare``),
 ``CLUSTER_GITOPS=1`` (``build --gitops``, ``up --gitops``: the Flux controllers and a git server too),
 ``CLUSTER_PORT_<COMPONENT>`` (a fixed port instead of a free one), ``CLUSTER_START_TIMEOUT`` (seconds per component, default 120), ``GPU_PLATFORM_CACHE``.
 """
@@ -56,7 +56,8 @@ CHART_CRDS = {
 }
 # The Prometheus Operator is not part of the platform: the cluster has it already (its CRDs, from
 # ../shared/upstream), as a cluster with kube-prometheus-stack would.
-PRESENT_CRDS = ["monitoring/servicemonitors.monitoring.coreos.com.yaml"]
+PRESENT_CRDS = ["monitoring/servicemonitors.monitoring.coreos.com.yaml",
+                "monitoring/prometheusrules.monitoring.coreos.com.yaml"]
 
 
 def state_dir():

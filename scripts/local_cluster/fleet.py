@@ -13,10 +13,10 @@ container runtime; a driver the provider installed), which the node agents (``te
 * ``aks-nd-h100-v5-driver``: the same pool with AKS's driver (``--gpu-driver install``): the only evidence AKS
   leaves is on the host (the driver loaded, declared in the hardware); no label says so.
 * ``baremetal``: DGX-like A100 and H100 hosts (8 GPUs, 8 InfiniBand NICs) with kubelet's labels only.
-* ``mixed``: bare nodes in the pools the collection's tests use: ``training`` (A100, MIG), ``inference`` (H100,
-  time-slicing), ``dra`` (H100, no NIC).
+* ``mixed`` (the default): bare nodes in the pools the collection's tests use: ``training`` (A100, MIG),
+  ``inference`` (H100, time-slicing), ``dra`` (H100, no NIC).
 * ``labelled``: the ``mixed`` pools as NFD, GPU Feature Discovery and the device plugins would have left them
-  (labels and allocatable set at creation). Kept while the platform's tests move to the bare profiles.
+  (labels and allocatable set at creation, the hosts' driver declared), for trying a layer on its own.
 
 Every node carries KWOK's management annotation and no taint, so the real scheduler places pods on them and KWOK
 plays their kubelet: pods go Running/Ready, pods of Jobs (and bare ``restartPolicy: Never`` pods, as a smoke
@@ -131,7 +131,7 @@ def _labelled():
 
 PROFILES = {"aks-nd-h100-v5": lambda: _aks(False), "aks-nd-h100-v5-driver": lambda: _aks(True),
             "baremetal": _baremetal, "mixed": _mixed, "labelled": _labelled}
-DEFAULT_PROFILE = "labelled"
+DEFAULT_PROFILE = "mixed"
 BARE_PROFILES = ("aks-nd-h100-v5", "aks-nd-h100-v5-driver", "baremetal", "mixed")
 
 

@@ -45,7 +45,8 @@ def gpu_node(name, product="NVIDIA-A100-SXM4-80GB", gpus=8):
     """A Node object as GFD and the device plugin leave it on a GPU host."""
     return {
         "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {GPU_NODE_LABEL: "true", "nvidia.com/gpu.product": product,
+        "metadata": {"name": name, "labels": {GPU_NODE_LABEL: "true", "feature.node.kubernetes.io/pci-10de.present": "true",
+                                              "nvidia.com/gpu.product": product,
                                               "nvidia.com/gpu.count": str(gpus), "kubernetes.io/hostname": name}},
         "status": {"capacity": {"nvidia.com/gpu": str(gpus)}, "allocatable": {"nvidia.com/gpu": str(gpus)}},
     }

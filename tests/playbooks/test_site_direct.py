@@ -219,7 +219,8 @@ def test_network_layer_goes_first_and_the_gpu_operator_gets_rdma(direct_site):
     policy = api.store.get("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy")
     assert policy["status"]["state"] == "ready"
     operator = api.store.get("apps/v1", "Deployment", "network-operator", "nvidia-network-operator")
-    assert operator["metadata"]["labels"]["nfd-enabled"] == "false", "one NFD: the GPU Operator's"
+    # One NFD, the Network Operator's: installed first, it labels the nodes its NicClusterPolicy is placed on.
+    assert operator["metadata"]["labels"]["nfd-enabled"] == "true", "one NFD: the Network Operator's"
     assert api.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")["spec"]["driver"]["rdma"]["enabled"] is True
     paths = [r["path"] for r in api.writes()]
     policy_write = next(i for i, p in enumerate(paths) if "nicclusterpolicies" in p)

@@ -89,9 +89,10 @@ def test_monitoring_applies_what_the_cluster_serves_and_says_what_it_skips(direc
     monitor = api.store.get("monitoring.coreos.com/v1", "ServiceMonitor", "gpu-platform-dcgm-exporter", "gpu-operator")
     assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
     assert monitor["spec"]["selector"] == {"matchLabels": {"app": "nvidia-dcgm-exporter"}}
-    # The fake serves the ServiceMonitor CRD (shared/upstream) but not PrometheusRule's.
-    skipped = result.result("Say what is skipped and why")["msg"]
-    assert skipped.startswith("Monitoring: PrometheusRule skipped") and "does not serve" in skipped
+    # The fake serves both Prometheus Operator CRDs (shared/upstream/monitoring): the rules go on too, nothing skipped.
+    rule = api.store.get("monitoring.coreos.com/v1", "PrometheusRule", "gpu-platform-dcgm-exporter", "gpu-operator")
+    assert rule is not None and rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    assert result.result("Say what is skipped and why").get("skipped") is True
 
 
 def demo_choices():
