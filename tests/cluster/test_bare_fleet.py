@@ -30,37 +30,32 @@ GPU_NODES = 2
 BARE_DOMAINS = ("nvidia.com/", "feature.node.kubernetes.io/")
 
 
-@pytest.fixture(scope="module")
-def aks_cluster():
-    """A fresh cluster of the bare AKS profile, for this module."""
-    os.environ["CLUSTER_PROFILE"], os.environ["CLUSTER_GPU_NODES"] = "aks-nd-h100-v5", str(GPU_NODES)
+def _profile_cluster(profile, directory):
+    """A fresh cluster of ``profile`` (GPU_NODES GPU nodes) in build/<directory>, for one module."""
+    os.environ["CLUSTER_PROFILE"], os.environ["CLUSTER_GPU_NODES"] = profile, str(GPU_NODES)
     try:
-        yield from _session_cluster(ROOT / "build" / "test-cluster-aks")
+        yield from _session_cluster(ROOT / "build" / directory)
     finally:
         os.environ.pop("CLUSTER_PROFILE", None)
         os.environ.pop("CLUSTER_GPU_NODES", None)
+
+
+@pytest.fixture(scope="module")
+def aks_cluster():
+    """A fresh cluster of the bare AKS profile, for this module."""
+    yield from _profile_cluster("aks-nd-h100-v5", "test-cluster-aks")
 
 
 @pytest.fixture(scope="module")
 def aks_driver_cluster():
     """The pool with AKS's own driver (``--gpu-driver install``): peermem comes from the loader DaemonSet."""
-    os.environ["CLUSTER_PROFILE"], os.environ["CLUSTER_GPU_NODES"] = "aks-nd-h100-v5-driver", str(GPU_NODES)
-    try:
-        yield from _session_cluster(ROOT / "build" / "test-cluster-aks-driver")
-    finally:
-        os.environ.pop("CLUSTER_PROFILE", None)
-        os.environ.pop("CLUSTER_GPU_NODES", None)
+    yield from _profile_cluster("aks-nd-h100-v5-driver", "test-cluster-aks-driver")
 
 
 @pytest.fixture(scope="module")
 def aks_fault_cluster():
-    """Another fresh one, for the fault: its network layer is stopped before the GPU Operator is installed."""
-    os.environ["CLUSTER_PROFILE"], os.environ["CLUSTER_GPU_NODES"] = "aks-nd-h100-v5", str(GPU_NODES)
-    try:
-        yield from _session_cluster(ROOT / "build" / "test-cluster-aks-fault")
-    finally:
-        os.environ.pop("CLUSTER_PROFILE", None)
-        os.environ.pop("CLUSTER_GPU_NODES", None)
+    """Another fresh one, for the faults: its network layer is stopped before the GPU Operator is installed."""
+    yield from _profile_cluster("aks-nd-h100-v5", "test-cluster-aks-fault")
 
 
 class Aks:

@@ -200,7 +200,11 @@ def test_uninstall_leaves_no_object_of_ours(site):
         crd["metadata"]["name"] for crd in site.list("apiextensions.k8s.io/v1", "CustomResourceDefinition")
         if crd["spec"]["group"] in ("nvidia.com", "mellanox.com", "nv-ipam.nvidia.com", "batch.volcano.sh",
                                     "scheduling.volcano.sh", "kueue.x-k8s.io", "resource.nvidia.com")]
-    labelled = {n["metadata"]["name"]: sorted(set(n["metadata"].get("labels") or {}) & set(OUR_NODE_LABELS))
+    # The GPU Operator labels every GPU node nvidia.com/gpu.deploy.device-plugin=true itself (as it labels all its
+    # operands' deploy labels); the collection's value is false (the DRA nodes), and that one must be gone.
+    labelled = {n["metadata"]["name"]: sorted(k for k, v in (n["metadata"].get("labels") or {}).items()
+                                              if k in OUR_NODE_LABELS and
+                                              not (k == "nvidia.com/gpu.deploy.device-plugin" and v == "true"))
                 for n in site.list("v1", "Node")}
     assert {name: labels for name, labels in labelled.items() if labels} == {}
     again = site.run("playbooks/uninstall.yml", "-e", "gpu_platform_uninstall_confirm=true",

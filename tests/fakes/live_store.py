@@ -285,12 +285,15 @@ class LiveStore:
         """Merge ``labels`` into the object's labels (a None value removes the label)."""
         return self.patch(api_version, kind, name, {"metadata": {"labels": labels}}, namespace)
 
-    def delete(self, api_version, kind, name, namespace=None, propagation_policy="Background"):
-        """Delete the object (dependents by ``propagation_policy``); NotFoundError when it is absent."""
+    def delete(self, api_version, kind, name, namespace=None, propagation_policy="Background", grace_period=None):
+        """Delete the object (dependents by ``propagation_policy``; ``grace_period`` seconds, 0: at once, as a kubelet
+        confirms a pod's end); NotFoundError when it is absent."""
         rtype = self.resource(api_version, kind)
         path = rtype.path(name, self._namespace(rtype, namespace))
-        result = self._request("delete", path, body={"apiVersion": "v1", "kind": "DeleteOptions",
-                                                     "propagationPolicy": propagation_policy})
+        options = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation_policy}
+        if grace_period is not None:
+            options["gracePeriodSeconds"] = grace_period
+        result = self._request("delete", path, body=options)
         ns = self._namespace(rtype, namespace)
         self.log("delete %s %s %s" % (api_version, kind, "%s/%s" % (ns, name) if ns else name))
         return result

@@ -120,6 +120,7 @@ class NodeAgents(Controller):
             nodes = {((o or {}).get("spec") or {}).get("nodeName") for o in (event.obj, event.old)}
             if not any(agent_of(o) for o in (event.obj, event.old) if o):
                 return
+            self._finish_deletion(event)
         elif event.kind == "Node":
             nodes = {event.name} if event.type != "DELETED" else set()
         elif event.kind == "ConfigMap":
@@ -132,6 +133,17 @@ class NodeAgents(Controller):
             nodes = self._all_nodes()
         for name in sorted(n for n in nodes if n):
             self.reconcile(name)
+
+    def _finish_deletion(self, event):
+        """KWOK leaves a pod whose status an agent owns (``kwok.x-k8s.io/status=custom``) alone, its deletion too: the
+        agent confirms it, as the node's kubelet would once the containers stopped."""
+        meta = event.obj["metadata"]
+        if event.type != "DELETED" and meta.get("deletionTimestamp") and \
+                (meta.get("annotations") or {}).get(KWOK_CUSTOM) == "custom":
+            try:
+                self.store.delete("v1", "Pod", meta["name"], meta["namespace"], grace_period=0)
+            except Exception:  # noqa: BLE001 - gone meanwhile
+                pass
 
     def _all_nodes(self):
         return [n["metadata"]["name"] for n in self.store.list("v1", "Node")]
