@@ -306,4 +306,3 @@ def test_the_nccl_log_follows_the_workers_nodes(fake, live, tmp_path):
     text = second_log.read_text()
     assert "GDRDMA" in text and "Avg bus bandwidth    : 3" in text, text[-400:]
     assert runner.settle()
-
