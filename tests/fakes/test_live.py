@@ -55,7 +55,8 @@ def test_gpu_operator_state_follows_the_daemonsets_and_makes_no_pods(fake, live)
                                   "nvidia.com/gpu.deploy.dcgm-exporter": "false"}  # a value set is kept
     fake.store.create(node)
     fake.store.create(gpu_node("cpu-node-1"))  # no NFD label: not a GPU node for the operator
-    fake.store.patch("v1", "Node", "cpu-node-1", {"metadata": {"labels": {"nvidia.com/gpu.present": None}}})
+    fake.store.patch("v1", "Node", "cpu-node-1", {"metadata": {"labels": {
+        "nvidia.com/gpu.present": None, "feature.node.kubernetes.io/pci-10de.present": None}}})
     fake.store.create(_operator())
     live([LiveGpuOperator()])
     fake.store.create(_policy(driver={"enabled": True, "version": "595.91.07"}, toolkit={"enabled": True},
