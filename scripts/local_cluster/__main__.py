@@ -22,7 +22,7 @@ from . import ClusterError
 from .build import FLUX, ROOT, ensure_built, pins
 from .components import control_plane, platform_services
 from .fleet import DEFAULT_PROFILE, fleet, profile_names, write_kwok_config
-from .gitops import PORT_NAMES as GITOPS_PORT_NAMES, start_gitops
+from .gitops import PORT_NAMES as GITOPS_PORT_NAMES, install_crds, start_gitops
 from .pki import Pki
 from .processes import State, alive, dead, env_name, pick_ports, start, stop, tail, tls_context
 
@@ -142,16 +142,6 @@ def _package_charts(target):
                 raise ClusterError("packaging the test chart %s failed: %s" % (name, exc)) from None
 
 
-def _install_present_crds(api):
-    """The CRDs of what the cluster already runs outside the platform (the Prometheus Operator's)."""
-    import yaml
-    for relative in PRESENT_CRDS:
-        crd = yaml.safe_load(_crd_path(relative).read_text())
-        code, body = api.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-        if code not in (201, 409):
-            raise ClusterError("installing the CRD %s failed: %s %s" % (relative, code, body.get("message")))
-
-
 def write_connection(state, ports):
     """``connection.yml``: extra vars that point any inventory at this cluster (``-e @<dir>/connection.yml``): its
     kubeconfig and the loopback chart repository for every chart the platform installs."""
@@ -168,24 +158,11 @@ def write_connection(state, ports):
     return path
 
 
-def _install_kwok_logs_crd(api):
-    """KWOK's ``Logs`` CRD, from the pinned KWOK module (the node agents make one per smoke pod)."""
-    import yaml
+def _kwok_logs_crd():
+    """KWOK's ``Logs`` CRD file, in the pinned KWOK module (the node agents make one Logs object per smoke pod)."""
     from .build import KWOK_MODULE, module_dir
-    path = module_dir(os.environ.get("GO") or "go", KWOK_MODULE, "sigs.k8s.io/kwok") / "kustomize" / "crd" / "bases" \
+    return module_dir(os.environ.get("GO") or "go", KWOK_MODULE, "sigs.k8s.io/kwok") / "kustomize" / "crd" / "bases" \
         / "kwok.x-k8s.io_logs.yaml"
-    crd = yaml.safe_load(path.read_text())
-    code, body = api.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-    if code not in (201, 409):
-        raise ClusterError("installing KWOK's Logs CRD failed: %s %s" % (code, body.get("message")))
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        code, body = api.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + crd["metadata"]["name"])
-        if any(c.get("type") == "Established" and c.get("status") == "True"
-               for c in (body.get("status") or {}).get("conditions") or []):
-            return
-        time.sleep(0.2)
-    raise ClusterError("KWOK's Logs CRD is not Established after 60 s")
 
 
 def _running(state, data):
@@ -242,10 +219,11 @@ def up(args):
             data["components"][component.name] = start(component, state, pki, timeout)
             state.save(data)
             if component.name == "kube-apiserver":  # before KWOK starts: it watches Logs objects (--enable-crds)
-                _install_kwok_logs_crd(Api(server, pki))
+                install_crds(Api(server, pki), [_kwok_logs_crd()], timeout, "KWOK")
         api = Api(server, pki)
         nodes = add_fleet(api, count, timeout, profile)
-        _install_present_crds(api)
+        # what the cluster already runs outside the platform (the Prometheus Operator's CRDs)
+        install_crds(api, [_crd_path(relative) for relative in PRESENT_CRDS], timeout, "Prometheus Operator")
         for component in ([] if args.bare else platform_services(state, ports)):
             data["components"][component.name] = start(component, state, pki, timeout)
             state.save(data)

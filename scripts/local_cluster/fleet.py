@@ -91,6 +91,7 @@ def _aks(driver):
     return {
         "system": ("aks-system-12345678-vmss000000", _aks_labels("system", "system", "Standard_D8ds_v5", False),
                    hardware(**aks_hw)),
+        "first": 0,  # a scale set's instances count from 0
         "gpu_pools": [("aks-ndh100-23456789-vmss%06d", _aks_labels("ndh100", "user", "Standard_ND96isr_H100_v5", True),
                        hardware("h100", nic="cx7-ib", nics=8, driver=gpu_driver, netdev="ib%d", **aks_hw))],
     }
@@ -182,10 +183,11 @@ def fleet(count, profile=DEFAULT_PROFILE):
     name, labels, declared = layout["system"]
     nodes = [_node(name, labels, declared)]
     pools = layout["gpu_pools"]
+    numbered = {}  # name pattern -> nodes named with it so far (pools that share a pattern number on together)
     for index in range(count):
         pattern, labels, declared = pools[index % len(pools)]
-        per_pool = sum(1 for i in range(index) if pools[i % len(pools)][0] == pattern)
-        node_name = pattern % (index + 1 if pattern.startswith("gpu-node") else per_pool + (0 if "vmss" in pattern else 1))
+        node_name = pattern % (numbered.get(pattern, 0) + layout.get("first", 1))
+        numbered[pattern] = numbered.get(pattern, 0) + 1
         extra, allocatable = labelled_state(declared) if profile == "labelled" else ({}, {})
         nodes.append(_node(node_name, dict(labels, **extra), declared, allocatable))
     return nodes

@@ -28,10 +28,11 @@ def _established(crd):
                for c in (crd.get("status") or {}).get("conditions") or [])
 
 
-def install_crds(api, directory, timeout):
-    """Apply (server-side, so a new pin updates them) every CRD in ``directory``; wait until each is Established."""
+def install_crds(api, paths, timeout, what):
+    """Apply (server-side, so a new pin updates them) every CRD in the files ``paths``; wait until each is Established.
+    ``what`` names whose CRDs they are, in errors."""
     names = []
-    for path in sorted(directory.glob("*.yaml")):
+    for path in paths:
         for crd in yaml.safe_load_all(path.read_text()):
             if not crd:
                 continue
@@ -39,14 +40,15 @@ def install_crds(api, directory, timeout):
             code, body = api.request("PATCH", "%s/%s?fieldManager=local-cluster&force=true" % (CRDS, name), crd,
                                      content_type="application/apply-patch+yaml")
             if code not in (200, 201):
-                raise ClusterError("applying the Flux CRD %s (%s) failed: %s %s" % (name, path, code, body.get("message")))
+                raise ClusterError("applying the %s CRD %s (%s) failed: %s %s"
+                                   % (what, name, path, code, body.get("message")))
             names.append(name)
     deadline = time.monotonic() + timeout
     pending = list(names)
     while pending:
         pending = [name for name in pending if not _established(api.request("GET", "%s/%s" % (CRDS, name))[1])]
         if pending and time.monotonic() > deadline:
-            raise ClusterError("the Flux CRDs %s are not Established after %d s" % (", ".join(pending), timeout))
+            raise ClusterError("the %s CRDs %s are not Established after %d s" % (what, ", ".join(pending), timeout))
         if pending:
             time.sleep(0.25)
     return names
@@ -55,7 +57,7 @@ def install_crds(api, directory, timeout):
 def start_gitops(api, state, pki, ports, flux, timeout, data):
     """CRDs, namespace, git server and controllers; each started component is recorded in ``data`` at once (so
     a failure stops it with the rest). Returns the ``gitops`` record of the state file."""
-    install_crds(api, flux / "crds", timeout)
+    install_crds(api, sorted((flux / "crds").glob("*.yaml")), timeout, "Flux")
     code, body = api.request("POST", "/api/v1/namespaces",
                              {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     if code not in (201, 409):

@@ -45,6 +45,12 @@ def template_hash(template):
     return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:10]
 
 
+def pod_ready(pod):
+    """Whether the pod's Ready condition is True."""
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
 def never_ready(template):
     labels = ((template or {}).get("metadata") or {}).get("labels") or {}
     return labels.get(NEVER_READY) == "true"

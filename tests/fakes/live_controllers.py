@@ -29,6 +29,7 @@ Not run here: ``SmokePods`` (phases and logs are KWOK's), the fake's workload co
 import hashlib
 
 from .controllers import Controller
+from .controller_base import pod_ready
 from .driver_upgrade import DRIVER_SELECTOR, SimulatedDriverUpgrade
 from .gpu_operator import GPU_NODE_LABEL as GPU_PRESENT, OPERANDS, SimulatedGpuOperator
 from .live_network import LiveNetworkOperator
@@ -206,11 +207,6 @@ class SimulatedDraDriver(Controller):
         self.store.modify(RESOURCE_API, "ResourceSlice", found["metadata"]["name"], change)
 
 
-def _ready(pod):
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 class LiveDriverUpgrade(SimulatedDriverUpgrade):
     """The operator's driver upgrade on a real cluster: the DaemonSet controller makes the driver pods."""
 
@@ -225,7 +221,7 @@ class LiveDriverUpgrade(SimulatedDriverUpgrade):
         """Delete the node's outdated driver pod; True once the pod of the current template is Ready."""
         pod = self._pod(daemonset, name)
         if pod is not None and self._current(daemonset, pod):
-            return _ready(pod)
+            return pod_ready(pod)
         if pod is not None:
             self.store.delete("v1", "Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
             self.restarted.append(name)

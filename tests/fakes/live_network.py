@@ -53,9 +53,10 @@ class LiveNetworkOperator(Controller):
             return
         namespace = operators[0]["metadata"]["namespace"]
         for policy in self.store.list("mellanox.com/v1alpha1", "NicClusterPolicy"):
+            wanted = self._wanted(policy)
             if event.kind != "DaemonSet":
-                self._reconcile(policy, namespace)
-            self._status(policy, namespace)
+                self._reconcile(policy, namespace, wanted)
+            self._status(policy, namespace, wanted)
 
     def _wanted(self, policy):
         """{DaemonSet name: (state, app label, extra node selector)} for the policy's components."""
@@ -80,8 +81,7 @@ class LiveNetworkOperator(Controller):
                 wanted[tag + "-ds"] = (state, tag, {NFD_OS_ID: os_id, NFD_OS_VERSION: version})
         return wanted
 
-    def _reconcile(self, policy, namespace):
-        wanted = self._wanted(policy)
+    def _reconcile(self, policy, namespace, wanted):
         affinity = (policy.get("spec") or {}).get("nodeAffinity")
         existing = {d["metadata"]["name"]: d for d in self.store.list("apps/v1", "DaemonSet", namespace,
                                                                       label_selector=OWNED)}
@@ -106,10 +106,10 @@ class LiveNetworkOperator(Controller):
             if name not in wanted:
                 self.store.delete("apps/v1", "DaemonSet", name, namespace)
 
-    def _status(self, policy, namespace):
+    def _status(self, policy, namespace, wanted):
         daemonsets = self.store.list("apps/v1", "DaemonSet", namespace, label_selector=OWNED)
         states = {}
-        for name, (state, app, _selector) in self._wanted(policy).items():
+        for name, (state, _app, _selector) in wanted.items():
             found = [d for d in daemonsets if d["metadata"]["name"] == name]
             ready = bool(found) and all(daemonset_ready(d) for d in found)
             states[state] = states.get(state, True) and ready

@@ -19,6 +19,12 @@ MIG_PROFILES = {"NVIDIA-A100-SXM4-80GB": MIG_80GB, "NVIDIA-H100-80GB-HBM3": MIG_
 DEVICE_FILTER_IDS = {"NVIDIA-A100-SXM4-80GB": "0x20B210DE", "NVIDIA-H100-80GB-HBM3": "0x233010DE"}
 
 
+def rdma_driver(policy_spec):
+    """Whether a ClusterPolicy's spec builds the operator's driver with GPUDirect RDMA (``driver.rdma.enabled``): its
+    driver container then loads nvidia-peermem."""
+    return bool(((policy_spec.get("driver") or {}).get("rdma") or {}).get("enabled"))
+
+
 def nfd_labels(hardware):
     """NFD worker: PCI vendors present (the classes the GPU and Network Operators' NFD configs list: display,
     network, InfiniBand), the kernel, the OS release, RDMA capability."""

@@ -19,18 +19,14 @@ import time
 from pathlib import Path
 
 from . import node_agent_logs as logs
-from .controller_base import Controller
+from .node_agent_effects import rdma_driver
+from .controller_base import Controller, pod_ready
 from .node_agents import HARDWARE, agent_of
 
 SMOKE = "gpu-platform.io/smoke"
 TASK = "gpu-platform.io/smoke-task"
 LOGS_API = ("kwok.x-k8s.io/v1alpha1", "Logs")
 LOGS_WRITTEN = "fake.gpu-platform.io/logs"  # KWOK completes a smoke pod only once this is set (fleet.STAGES)
-
-
-def _ready(pod):
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
 
 
 def _limits(pod):
@@ -78,7 +74,7 @@ class SmokeLogs(Controller):
 
     def _ready_agents(self, node_name):
         pods = self.store.list("v1", "Pod", field_selector="spec.nodeName=" + node_name)
-        return {agent_of(p) for p in pods if agent_of(p) and _ready(p)}
+        return {agent_of(p) for p in pods if agent_of(p) and pod_ready(p)}
 
     def _cluster_policy(self):
         try:
@@ -100,7 +96,7 @@ class SmokeLogs(Controller):
             return True
         if "peermem" in ready:
             return True
-        rdma = ((self._cluster_policy().get("driver") or {}).get("rdma") or {}).get("enabled")
+        rdma = rdma_driver(self._cluster_policy())
         nic = hardware.get("nic_driver") or "doca-driver" in ready
         return bool("driver" in ready and rdma and nic)
 

@@ -27,12 +27,12 @@ effects come ``SLOW_SECONDS`` after the pod started) or ``ok``. ``make cluster-f
 writes it.
 """
 
-import copy
+import calendar
 import json
 import time
 
 from . import node_agent_effects as effects
-from .controller_base import Controller, set_status
+from .controller_base import Controller, pod_ready
 
 HARDWARE = "fake.gpu-platform.io/hardware"
 EFFECTS = "fake.gpu-platform.io/agent-effects"
@@ -95,7 +95,7 @@ def _started(pod):
     text = (pod.get("status") or {}).get("startTime")
     if not text:
         return time.time()
-    return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+    return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
 
 
 class NodeAgents(Controller):
@@ -124,12 +124,17 @@ class NodeAgents(Controller):
         elif event.kind == "Node":
             nodes = {event.name} if event.type != "DELETED" else set()
         elif event.kind == "ConfigMap":
-            if (event.namespace, event.name) == FAULTS:
-                self.faults = dict(event.obj.get("data") or {}) if event.type != "DELETED" else {}
+            # Only the faults are read as they change: a component's own ConfigMap is read when it acts (the device
+            # plugin when its pod starts, the MIG manager when a layout is asked for), as the real ones do.
+            if (event.namespace, event.name) != FAULTS:
+                return
+            self.faults = dict(event.obj.get("data") or {}) if event.type != "DELETED" else {}
             nodes = self._all_nodes()
         else:
             obj = event.obj if event.type != "DELETED" else None
             setattr(self, "cluster_policy" if event.kind == "ClusterPolicy" else "nic_policy", obj)
+            if event.type == "MODIFIED" and (event.old or {}).get("spec") == event.obj.get("spec"):
+                return  # a status the operator wrote: nothing an agent reads changed
             nodes = self._all_nodes()
         for name in sorted(n for n in nodes if n):
             self.reconcile(name)
@@ -181,6 +186,7 @@ class NodeAgents(Controller):
         """{agent: healthy} for the agents whose pod runs here; sets each pod's readiness to match."""
         name = node["metadata"]["name"]
         mellanox = (node["metadata"].get("labels") or {}).get(MELLANOX) == "true"
+        rdma_driver = effects.rdma_driver(self._policy_spec())
         healthy = {}
         for agent in ("nfd-worker", "doca-driver", "driver", "gpu-feature-discovery", "device-plugin",
                       "mig-manager", "rdma-shared-device-plugin", "sriov-device-plugin", "peermem"):
@@ -196,23 +202,21 @@ class NodeAgents(Controller):
             elif state == "slow" and time.time() - _started(pod) < self.slow_seconds:
                 reason = ("Running", "%s on %s: starting (fault slow)" % (agent, name))
                 self._later(self.slow_seconds - (time.time() - _started(pod)) + 0.5, name)
-            elif agent == "driver" and self._rdma_driver() and mellanox and not (hardware.get("nic_driver")
-                                                                                 or healthy.get("doca-driver")):
+            elif agent == "driver" and rdma_driver and mellanox and not (hardware.get("nic_driver")
+                                                                         or healthy.get("doca-driver")):
                 # driver.rdma.enabled: the driver pod's mofed-validation waits for the NIC driver where NFD found a
                 # Mellanox device (gpu-operator v26.3.3 cmd/nvidia-validator: no such label, no wait)
                 reason = ("PodInitializing", "driver on %s: waiting for the NIC driver (driver.rdma.enabled)" % name)
             elif agent == "peermem":
-                reason = self._peermem_blocked(name, hardware, healthy)
+                reason = self._peermem_blocked(name, hardware, healthy, rdma_driver)
             healthy[agent] = reason is None
             self._set_ready(pod, reason)
         return healthy
 
-    def _rdma_driver(self):
-        return bool((((self.cluster_policy or {}).get("spec") or {}).get("driver") or {}).get("rdma", {}).get("enabled"))
-
-    def _peermem_blocked(self, name, hardware, healthy):
+    @staticmethod
+    def _peermem_blocked(name, hardware, healthy, rdma_driver):
         driver = hardware.get("driver") or healthy.get("driver")
-        rdma = bool((hardware.get("driver") or {}).get("rdma")) or (healthy.get("driver") and self._rdma_driver())
+        rdma = bool((hardware.get("driver") or {}).get("rdma")) or (healthy.get("driver") and rdma_driver)
         nic = hardware.get("nic_driver") or healthy.get("doca-driver")
         if not driver:
             return ("CrashLoopBackOff", "modprobe nvidia-peermem on %s: no NVIDIA driver loaded" % name)
@@ -227,7 +231,7 @@ class NodeAgents(Controller):
         """The pod Ready (``reason`` None) or not, written only when it differs."""
         ready = reason is None
         status = pod.get("status") or {}
-        current = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+        current = pod_ready(pod)
         annotated = (pod["metadata"].get("annotations") or {}).get(KWOK_CUSTOM) == "custom"
         said = [((c.get("state") or {}).get("waiting") or {}).get("message") for c in status.get("containerStatuses") or []]
         if current == ready and (ready or (annotated and (reason[0] == "Running" or reason[1] in said))):
@@ -289,7 +293,6 @@ class NodeAgents(Controller):
         if outcome == "success":
             applied = detail
         record["mig_layout"] = wanted
-        record["mig_detail"] = detail if outcome == "failed" else ""
         self.store.set_labels("v1", "Node", name, {MIG_STATE: outcome})
         return applied
 
@@ -343,18 +346,15 @@ class NodeAgents(Controller):
                 new_owned[key] = value
             elif key in owned:
                 new_owned[key] = value
-        status = node.get("status") or {}
-        allocatable = dict(status.get("allocatable") or {})
-        before = copy.deepcopy(allocatable)
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
         owned_resources = record.get("resources") or {}
-        for key in owned_resources:
-            if key not in resources:
-                allocatable.pop(key, None)
+        changes = {key: None for key in owned_resources if key not in resources and key in allocatable}
         new_resources = {}
         for key, value in resources.items():
             if allocatable.get(key) != value or key in owned_resources:
                 new_resources[key] = value
-            allocatable[key] = value
+            if allocatable.get(key) != value:
+                changes[key] = value
         record = dict(record, labels=new_owned, resources=new_resources)
         text = json.dumps(record, sort_keys=True)
         body = {}
@@ -364,11 +364,5 @@ class NodeAgents(Controller):
             body["annotations"] = {EFFECTS: text}
         if body:
             self.store.patch("v1", "Node", meta["name"], {"metadata": body})
-        if allocatable != before:
-            capacity = dict(status.get("capacity") or {})
-            for key in set(before) - set(allocatable):
-                capacity.pop(key, None)
-            capacity.update({k: v for k, v in allocatable.items() if k not in ("cpu", "memory", "pods",
-                                                                               "ephemeral-storage")})
-            fresh = self.store.get("v1", "Node", meta["name"])
-            set_status(self.store, fresh, dict(fresh.get("status") or {}, allocatable=allocatable, capacity=capacity))
+        if changes:  # a device plugin's resources are the node's capacity and allocatable alike (JSON merge: None removes)
+            self.store.patch_status("v1", "Node", meta["name"], {"allocatable": changes, "capacity": changes})
