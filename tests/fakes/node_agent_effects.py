@@ -5,9 +5,12 @@ The facts (label names and values, resource names) are the components' own, as t
 every function takes plain dicts and returns plain dicts, so each is tested on its own (tests/fakes/test_node_agents.py).
 """
 
+import hashlib
 import json
 
 import yaml
+
+from .node_agent_logs import SMI_NAMES
 
 GPU_VENDOR = "10de"
 NFD = "feature.node.kubernetes.io/"
@@ -87,7 +90,11 @@ def gfd_labels(hardware, mig=None, strategy="single", replicas=None):
     if driver:
         major, minor, rev = (driver.split(".") + ["0", "0"])[:3]
         labels.update({"nvidia.com/cuda.driver-version.major": major, "nvidia.com/cuda.driver-version.minor": minor,
-                       "nvidia.com/cuda.driver-version.revision": rev, "nvidia.com/cuda.driver-version.full": driver})
+                       "nvidia.com/cuda.driver-version.revision": rev, "nvidia.com/cuda.driver-version.full": driver,
+                       # the deprecated names, which GFD still writes beside the new ones (k8s-device-plugin v0.20.0,
+                       # internal/lm/nvml.go newVersionLabeler)
+                       "nvidia.com/cuda.driver.major": major, "nvidia.com/cuda.driver.minor": minor,
+                       "nvidia.com/cuda.driver.rev": rev})
     if mig and strategy == "single" and len(mig) == 1:
         (profile, per_gpu), = mig.items()
         labels.update({"nvidia.com/gpu.product": "%s-MIG-%s" % (gpus["product"], profile),
@@ -212,3 +219,46 @@ def sriov_resources(hardware, config):
             prefix = resource.get("resourcePrefix") or "nvidia.com"
             out["%s/%s" % (prefix, resource["resourceName"])] = str(nics["count"])
     return out
+
+
+# The DRA driver's kubelet plugin (k8s-dra-driver-gpu v25.12.0, cmd/gpu-kubelet-plugin) names each GPU as NVML does
+# (SMI_NAMES); the CUDA version each driver branch ships with (CUDA's release notes).
+CUDA_OF_DRIVER = {"535": "12.2", "550": "12.4", "560": "12.6", "565": "12.7", "570": "12.8", "575": "12.9",
+                  "580": "13.0"}
+DRA_DRIVER = "gpu.nvidia.com"
+
+
+def _semver(text):
+    """A version as the plugin announces it (semver, leading zeros dropped): 580.159.04 -> 580.159.4."""
+    parts = [str(int(p)) for p in str(text).split(".") if p.isdigit()][:3]
+    return ".".join(parts + ["0"] * (3 - len(parts)))
+
+
+def _quantity(mebibytes):
+    """A memory size in the API server's canonical form (so that comparing a slice finds no change)."""
+    return "%dGi" % (mebibytes // 1024) if mebibytes % 1024 == 0 else "%dMi" % mebibytes
+
+
+def dra_devices(hardware, node_name, driver_version, mig=None):
+    """The devices the GPU kubelet plugin announces in its node's ResourceSlice: one ``gpu-<minor>`` per full GPU
+    (attributes type, uuid, productName, brand, architecture, cudaComputeCapability, driverVersion,
+    cudaDriverVersion, resource.kubernetes.io/pciBusID; capacity memory). GPUs in MIG mode (``mig``: a layout the MIG
+    manager applied) are not announced as full GPUs; their MIG devices are not modelled, so none is announced."""
+    gpus = hardware.get("gpus")
+    if not gpus or mig or not driver_version:
+        return []
+    cuda = CUDA_OF_DRIVER.get(str(driver_version).split(".")[0], "12.0")
+    devices = []
+    for minor in range(gpus["count"]):
+        digest = hashlib.sha256(("%s/%d" % (node_name, minor)).encode()).hexdigest()
+        uuid = "GPU-%s-%s-%s-%s-%s" % (digest[:8], digest[8:12], digest[12:16], digest[16:20], digest[20:32])
+        attributes = {"type": {"string": "gpu"}, "uuid": {"string": uuid},
+                      "productName": {"string": SMI_NAMES.get(gpus["product"], gpus["product"])},
+                      "brand": {"string": "Nvidia"}, "architecture": {"string": gpus["family"].capitalize()},
+                      "cudaComputeCapability": {"version": _semver("%d.%d" % tuple(gpus["compute"]))},
+                      "driverVersion": {"version": _semver(driver_version)},
+                      "cudaDriverVersion": {"version": _semver(cuda)},
+                      "resource.kubernetes.io/pciBusID": {"string": "0000:%02x:00.0" % (0x18 + 0x10 * minor)}}
+        devices.append({"name": "gpu-%d" % minor, "attributes": attributes,
+                        "capacity": {"memory": {"value": _quantity(gpus["memory_mib"])}}})
+    return devices

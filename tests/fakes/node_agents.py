@@ -15,7 +15,11 @@ controller and scheduler, run by KWOK), reads the node's declared hardware (``fa
 * ``mig-manager``: ``nvidia.com/mig.config`` -> ``nvidia.com/mig.config.state`` pending, then ``success`` or
   ``failed`` (a layout the mig-parted ConfigMap lacks, or one the node's GPU cannot take);
 * ``rdma-shared-device-plugin``, ``sriov-device-plugin``: ``rdma/*`` allocatable from the NicClusterPolicy's
-  config and the node's NICs.
+  config and the node's NICs;
+* ``dra-kubelet-plugin``: the DRA driver's kubelet plugin; Ready once a driver is found under its
+  ``NVIDIA_DRIVER_ROOT`` (``/`` for a host's or provider's driver, ``/run/nvidia/driver`` for the operator's), then
+  the node's ResourceSlice of driver ``gpu.nvidia.com`` (one device per GPU, from the declared hardware), which the
+  real scheduler allocates claims from; the slice goes when the pod does.
 
 What an agent added is recorded on the node (``fake.gpu-platform.io/agent-effects``), so that it is taken away
 again when the component stops, and only that: a label the node had already is left alone.
@@ -55,7 +59,10 @@ AGENTS = {
     "peermem": {"app.kubernetes.io/name": "nvidia-peermem-loader"},
     "rdma-shared-device-plugin": {"app": "rdma-shared-dp"},
     "sriov-device-plugin": {"app": "sriovdp"},
+    "dra-kubelet-plugin": {"nvidia-dra-driver-gpu-component": "kubelet-plugin"},
 }
+RESOURCE_API = "resource.k8s.io/v1"
+HOST_DRIVER_ROOT, OPERATOR_DRIVER_ROOT = "/", "/run/nvidia/driver"
 
 
 def agent_of(pod):
@@ -181,6 +188,7 @@ class NodeAgents(Controller):
         mig = self._mig(node, hardware, pods, healthy, record)
         labels, resources = self._effects(node, hardware, pods, healthy, mig)
         self._write(node, labels, resources, dict(record, mig=mig))
+        self._resource_slice(node, hardware, healthy, mig)
 
     def _health(self, node, hardware, pods):
         """{agent: healthy} for the agents whose pod runs here; sets each pod's readiness to match."""
@@ -189,7 +197,8 @@ class NodeAgents(Controller):
         rdma_driver = effects.rdma_driver(self._policy_spec())
         healthy = {}
         for agent in ("nfd-worker", "doca-driver", "driver", "gpu-feature-discovery", "device-plugin",
-                      "mig-manager", "rdma-shared-device-plugin", "sriov-device-plugin", "peermem"):
+                      "mig-manager", "rdma-shared-device-plugin", "sriov-device-plugin", "peermem",
+                      "dra-kubelet-plugin"):
             pod = pods.get(agent)
             if pod is None:
                 continue
@@ -209,6 +218,8 @@ class NodeAgents(Controller):
                 reason = ("PodInitializing", "driver on %s: waiting for the NIC driver (driver.rdma.enabled)" % name)
             elif agent == "peermem":
                 reason = self._peermem_blocked(name, hardware, healthy, rdma_driver)
+            elif agent == "dra-kubelet-plugin":
+                reason = self._driver_root_blocked(name, hardware, healthy, pod)
             healthy[agent] = reason is None
             self._set_ready(pod, reason)
         return healthy
@@ -225,6 +236,19 @@ class NodeAgents(Controller):
                                         "MOFED driver runs)" % name)
         if not rdma:
             return ("CrashLoopBackOff", "modprobe nvidia-peermem on %s: the driver was built without RDMA" % name)
+        return None
+
+    @staticmethod
+    def _driver_root_blocked(name, hardware, healthy, pod):
+        """The kubelet plugin's init container waits until the driver is under NVIDIA_DRIVER_ROOT (its pod spec)."""
+        root = next((e.get("value") for c in (pod.get("spec") or {}).get("initContainers") or []
+                     for e in c.get("env") or [] if e.get("name") == "NVIDIA_DRIVER_ROOT"), None) or HOST_DRIVER_ROOT
+        found = HOST_DRIVER_ROOT if hardware.get("driver") else OPERATOR_DRIVER_ROOT if healthy.get("driver") else None
+        if found is None:
+            return ("PodInitializing", "kubelet-plugin-prestart on %s: no NVIDIA driver loaded" % name)
+        if root.rstrip("/") != found.rstrip("/"):
+            return ("PodInitializing", "kubelet-plugin-prestart on %s: no driver under NVIDIA_DRIVER_ROOT=%s (the driver "
+                                       "is at %s)" % (name, root, found))
         return None
 
     def _set_ready(self, pod, reason):
@@ -296,13 +320,17 @@ class NodeAgents(Controller):
         self.store.set_labels("v1", "Node", name, {MIG_STATE: outcome})
         return applied
 
+    def _driver(self, hardware, healthy):
+        """(whether a driver is loaded on the node, its version): the host's or provider's, else the operator's."""
+        driver = hardware.get("driver") or {}
+        return bool(driver) or bool(healthy.get("driver")), \
+            driver.get("version") or (self._policy_spec().get("driver") or {}).get("version")
+
     def _effects(self, node, hardware, pods, healthy, mig):
         labels_now = node["metadata"].get("labels") or {}
         spec = self._policy_spec()
         strategy = (spec.get("mig") or {}).get("strategy") or "single"
-        driver = hardware.get("driver") or {}
-        driver_loaded = bool(driver) or healthy.get("driver")
-        version = driver.get("version") or (spec.get("driver") or {}).get("version")
+        driver_loaded, version = self._driver(hardware, healthy)
         labels, resources = {}, {}
         if healthy.get("nfd-worker"):
             labels.update(effects.nfd_labels(hardware))
@@ -328,6 +356,39 @@ class NodeAgents(Controller):
         if healthy.get("sriov-device-plugin"):
             resources.update(effects.sriov_resources(hardware, (nic_spec.get("sriovDevicePlugin") or {}).get("config")))
         return labels, resources
+
+    def _resource_slice(self, node, hardware, healthy, mig):
+        """The kubelet plugin's ResourceSlice of the node (pool = node), while its pod is healthy; none otherwise."""
+        name = node["metadata"]["name"]
+        try:
+            found = self.store.list(RESOURCE_API, "ResourceSlice", field_selector="spec.nodeName=" + name)
+        except Exception:  # noqa: BLE001 - a server without resource.k8s.io/v1 has no DRA to play
+            return
+        found = [s for s in found if (s.get("spec") or {}).get("driver") == effects.DRA_DRIVER]
+        if not healthy.get("dra-kubelet-plugin"):  # the kubelet removes a plugin's slices when it goes
+            for stale in found:
+                self.store.delete(RESOURCE_API, "ResourceSlice", stale["metadata"]["name"])
+            return
+        devices = effects.dra_devices(hardware, name, self._driver(hardware, healthy)[1], mig)
+        if not found:
+            meta = node["metadata"]
+            self.store.create({"apiVersion": RESOURCE_API, "kind": "ResourceSlice", "metadata": {
+                "name": "%s-%s" % (name, effects.DRA_DRIVER), "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "Node", "name": name, "uid": meta["uid"], "controller": True}]},
+                "spec": {"driver": effects.DRA_DRIVER, "nodeName": name, "devices": devices,
+                         "pool": {"name": name, "generation": 1, "resourceSliceCount": 1}}})
+            return
+        shape = [(d.get("name"), d.get("attributes"), d.get("capacity")) for d in devices]
+        if [(d.get("name"), d.get("attributes"), d.get("capacity")) for d in found[0]["spec"].get("devices") or []] \
+                == shape:
+            return
+
+        def change(current):
+            current["spec"]["devices"] = devices
+            pool = current["spec"].setdefault("pool", {})
+            pool["generation"] = int(pool.get("generation", 0)) + 1  # a new generation of the pool's devices
+            return current
+        self.store.modify(RESOURCE_API, "ResourceSlice", found[0]["metadata"]["name"], change)
 
     # ------------------------------------------------------------ writes
 

@@ -20,7 +20,7 @@ from scripts.local_cluster.fleet import fleet
 
 from .controllers import Controller
 from .gpu_operator import OPERAND_NAMES, gpu_node
-from .live_controllers import LiveGpuOperator, SimulatedDraDriver
+from .live_controllers import LiveGpuOperator
 from .live_network import LiveNetworkOperator
 from .node_agent_effects import default_mig_parted_config
 from .live_volcano import LiveVolcanoJobs
@@ -165,41 +165,6 @@ def test_volcano_gangs_are_created_bound_or_not_at_all(fake, live):
     fake.store.create(_volcano_job("full", 2, 8))  # 7 GPUs left on each node: a gang of 2 x 8 does not fit
     assert [node for pod, node in wait_until(lambda: _nodes_of(fake, "full"))] == [None, None]
     live([LiveVolcanoJobs(retry=60)])  # a restart sees the Jobs again, and makes no second set of pods
-
-
-def test_dra_driver_publishes_device_classes_and_slices(fake, live):
-    node = gpu_node("gpu-node-4", product="NVIDIA-H100-80GB-HBM3")
-    node["metadata"]["labels"].update({"nvidia.com/dra-kubelet-plugin": "true", "nvidia.com/gpu.memory": "81920"})
-    fake.store.create(node)
-    fake.store.create(gpu_node("gpu-node-1"))
-    live([SimulatedDraDriver()])
-    assert fake.store.list("resource.k8s.io/v1", "DeviceClass") == []  # no driver installed yet
-    controller = _operator("nvidia-dra-driver-gpu")
-    controller["metadata"].update(name="nvidia-dra-driver-gpu-controller",
-                                  labels={"app": "nvidia-dra-driver-gpu-controller"})
-    fake.store.create(controller)
-    time.sleep(0.3)
-    assert fake.store.list("resource.k8s.io/v1", "DeviceClass") == []  # not available yet
-    fake.store.patch_status("apps/v1", "Deployment", "nvidia-dra-driver-gpu-controller", {"availableReplicas": 1},
-                            "nvidia-dra-driver-gpu")
-    slices = wait_until(lambda: fake.store.list("resource.k8s.io/v1", "ResourceSlice"), what="the slice")
-    assert [s["metadata"]["name"] for s in slices] == ["gpu-node-4-gpu.nvidia.com"]
-    spec = slices[0]["spec"]
-    assert (spec["driver"], spec["nodeName"], spec["pool"]["name"], len(spec["devices"])) == (
-        "gpu.nvidia.com", "gpu-node-4", "gpu-node-4", 8)
-    assert spec["devices"][0]["attributes"]["productName"] == {"string": "NVIDIA-H100-80GB-HBM3"}
-    assert spec["devices"][0]["capacity"] == {"memory": {"value": "80Gi"}}
-    classes = fake.store.list("resource.k8s.io/v1", "DeviceClass")
-    assert [c["metadata"]["name"] for c in classes] == ["gpu.nvidia.com", "mig.nvidia.com"]
-    assert "device.driver == 'gpu.nvidia.com'" in classes[0]["spec"]["selectors"][0]["cel"]["expression"]
-
-    fake.store.set_labels("v1", "Node", "gpu-node-4", {"nvidia.com/gpu.count": "4"})
-    wait_until(lambda: len(fake.store.list("resource.k8s.io/v1", "ResourceSlice")[0]["spec"]["devices"]) == 4)
-    assert fake.store.list("resource.k8s.io/v1", "ResourceSlice")[0]["spec"]["pool"]["generation"] == 2
-    fake.store.set_labels("v1", "Node", "gpu-node-4", {"nvidia.com/dra-kubelet-plugin": None})
-    wait_until(lambda: fake.store.list("resource.k8s.io/v1", "ResourceSlice") == [], what="the slice gone")
-    fake.store.delete("apps/v1", "Deployment", "nvidia-dra-driver-gpu-controller", "nvidia-dra-driver-gpu")
-    wait_until(lambda: fake.store.list("resource.k8s.io/v1", "DeviceClass") == [], what="the classes gone")
 
 
 class _Recorder(Controller):

@@ -38,6 +38,9 @@ def test_gfd_labels_mig_and_time_slicing():
     labels = effects.gfd_labels(dict(H100_AKS, driver_version="580.126.20"))
     assert labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3" and labels["nvidia.com/gpu.count"] == "8"
     assert labels["nvidia.com/cuda.driver-version.major"] == "580"
+    # and the deprecated names GFD still writes (what gpu_driver_mode and the GPU Operator read)
+    assert (labels["nvidia.com/cuda.driver.major"], labels["nvidia.com/cuda.driver.minor"],
+            labels["nvidia.com/cuda.driver.rev"]) == ("580", "126", "20")
     single = effects.gfd_labels(H100_AKS, mig={"1g.10gb": 7}, strategy="single")
     assert single["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"
     assert single["nvidia.com/gpu.count"] == "56"
@@ -89,6 +92,25 @@ def test_rdma_and_sriov_resources_follow_the_selectors_and_the_nics():
     assert effects.rdma_shared_resources(hardware("h100"), RDMA_CONFIG) == {}
 
 
+def test_the_dra_kubelet_plugin_announces_each_gpu_as_the_plugin_does():
+    devices = effects.dra_devices(H100_AKS, "aks-gpu-1", "580.159.04")
+    assert [d["name"] for d in devices] == ["gpu-%d" % minor for minor in range(8)]
+    first = devices[0]
+    assert first["attributes"]["productName"] == {"string": "NVIDIA H100 80GB HBM3"}
+    assert first["attributes"]["architecture"] == {"string": "Hopper"}
+    assert first["attributes"]["driverVersion"] == {"version": "580.159.4"}  # semver: no leading zero
+    assert first["attributes"]["cudaDriverVersion"] == {"version": "13.0.0"}
+    assert first["attributes"]["cudaComputeCapability"] == {"version": "9.0.0"}
+    assert first["capacity"] == {"memory": {"value": "81559Mi"}}
+    assert effects.dra_devices(hardware("a100"), "n", "570.195.03")[0]["capacity"] == {"memory": {"value": "80Gi"}}
+    uuids = {d["attributes"]["uuid"]["string"] for d in devices}
+    assert len(uuids) == 8 and uuids.isdisjoint(
+        d["attributes"]["uuid"]["string"] for d in effects.dra_devices(H100_AKS, "aks-gpu-2", "580.159.04"))
+    assert effects.dra_devices(H100_AKS, "aks-gpu-1", None) == []  # no driver: NVML finds nothing
+    assert effects.dra_devices(H100_AKS, "aks-gpu-1", "580.159.04", mig={"1g.10gb": 7}) == []
+    assert effects.dra_devices(hardware(), "cpu-1", "580.159.04") == []
+
+
 def test_faults_parse_and_resolve():
     assert parse_fault("rdma-shared-device-plugin:stuck") == ("rdma-shared-device-plugin", "stuck")
     assert parse_fault("mig-manager:failed:gpu-node-1") == ("mig-manager.gpu-node-1", "failed")
@@ -119,12 +141,16 @@ def _bare_node(fake, name="aks-gpu-1", declared=None):
     fake.store.create(node)
 
 
-def _pod(fake, agent, node, namespace="gpu-operator", suffix=""):
+def _pod(fake, agent, node, namespace="gpu-operator", suffix="", env=None):
     labels = {k: v.replace("*", "ubuntu22.04") for k, v in AGENTS[agent].items()}
     name = "%s-%s%s" % (agent, node, suffix)
+    spec = {"nodeName": node, "containers": [{"name": "c", "image": "img:1"}]}
+    if env:
+        spec["initContainers"] = [{"name": "init", "image": "img:1",
+                                   "env": [{"name": k, "value": v} for k, v in env.items()]}]
     fake.store.create({"apiVersion": "v1", "kind": "Pod",
                        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-                       "spec": {"nodeName": node, "containers": [{"name": "c", "image": "img:1"}]},
+                       "spec": spec,
                        "status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z",
                                   "conditions": [{"type": "Ready", "status": "True"}],
                                   "containerStatuses": [{"name": "c", "ready": True, "restartCount": 0,
@@ -234,6 +260,45 @@ def test_peermem_is_ready_only_with_a_driver_with_rdma_and_the_nic_driver(fake, 
     assert "no NVIDIA driver loaded" in message["message"]
     _pod(fake, "doca-driver", "aks-gpu-1", "network")
     wait_until(lambda: _ready(fake, loader, "peermem") and _ready(fake, driver), what="Ready with both drivers")
+
+
+def _slices(fake, node="aks-gpu-1"):
+    return fake.store.list("resource.k8s.io/v1", "ResourceSlice", field_selector="spec.nodeName=" + node)
+
+
+def test_the_dra_kubelet_plugin_publishes_its_nodes_slice_once_the_driver_is_under_its_root(fake, agents):
+    _bare_node(fake)
+    plugin = _pod(fake, "dra-kubelet-plugin", "aks-gpu-1", "nvidia-dra-driver-gpu",
+                  env={"NVIDIA_DRIVER_ROOT": "/run/nvidia/driver"})
+    wait_until(lambda: not _ready(fake, plugin, "nvidia-dra-driver-gpu"), what="no driver: not Ready")
+    assert agents.settle()
+    assert _slices(fake) == []
+    fake.store.patch("nvidia.com/v1", "ClusterPolicy", "cluster-policy", {"spec": {"driver": {"version": "580.126.20"}}})
+    _pod(fake, "driver", "aks-gpu-1")  # the operator's driver, under /run/nvidia/driver
+    wait_until(lambda: _slices(fake), what="the node's ResourceSlice")
+    spec = _slices(fake)[0]["spec"]
+    assert (spec["driver"], spec["pool"]["name"], len(spec["devices"])) == ("gpu.nvidia.com", "aks-gpu-1", 8)
+    assert spec["devices"][0]["attributes"]["driverVersion"] == {"version": "580.126.20"}
+    assert _ready(fake, plugin, "nvidia-dra-driver-gpu")
+    fake.store.delete("v1", "Pod", plugin, "nvidia-dra-driver-gpu")
+    wait_until(lambda: _slices(fake) == [], what="the slice gone with the plugin")
+
+
+def test_the_dra_kubelet_plugin_pointed_at_the_wrong_driver_root_never_starts(fake, agents):
+    _bare_node(fake, declared=dict(H100_AKS, driver={"version": "570.195.03", "installed_by": "aks"}))
+    plugin = _pod(fake, "dra-kubelet-plugin", "aks-gpu-1", "nvidia-dra-driver-gpu",
+                  env={"NVIDIA_DRIVER_ROOT": "/run/nvidia/driver"})  # the host's driver is at /
+    wait_until(lambda: not _ready(fake, plugin, "nvidia-dra-driver-gpu"), what="waiting for a driver")
+    status = fake.store.get("v1", "Pod", plugin, "nvidia-dra-driver-gpu")["status"]["containerStatuses"][0]
+    assert "no driver under NVIDIA_DRIVER_ROOT=/run/nvidia/driver (the driver is at /)" in \
+        status["state"]["waiting"]["message"]
+    assert agents.settle()
+    assert _slices(fake) == []
+    fake.store.delete("v1", "Pod", plugin, "nvidia-dra-driver-gpu")
+    plugin = _pod(fake, "dra-kubelet-plugin", "aks-gpu-1", "nvidia-dra-driver-gpu", suffix="-b",
+                  env={"NVIDIA_DRIVER_ROOT": "/"})
+    wait_until(lambda: _slices(fake), what="the slice with the right root")
+    assert _slices(fake)[0]["spec"]["devices"][0]["attributes"]["driverVersion"] == {"version": "570.195.3"}
 
 
 # ---------------------------------------------------------------- the smoke pods' logs, judged by the collection
