@@ -74,7 +74,8 @@ def sharing_replicas(config_text, config_name):
 def gfd_labels(hardware, mig=None, strategy="single", replicas=None):
     """GPU Feature Discovery on a node whose driver is loaded: the ``nvidia.com/gpu.*`` labels, the MIG labels
     for ``mig`` ({profile: instances per GPU} applied by the MIG manager) under ``strategy``, and time-slicing's
-    replicas."""
+    replicas; a time-sliced GPU not renamed (``renameByDefault: false``) has ``-SHARED`` appended to its product
+    (k8s-device-plugin's README, "Deploying with gpu-feature-discovery")."""
     gpus = hardware.get("gpus")
     if not gpus:
         return {}
@@ -104,6 +105,8 @@ def gfd_labels(hardware, mig=None, strategy="single", replicas=None):
             labels["nvidia.com/mig-%s.count" % profile] = str(count * per_gpu)
     if replicas:
         labels.update({"nvidia.com/gpu.replicas": str(replicas[1]), "nvidia.com/gpu.sharing-strategy": "time-slicing"})
+        if not replicas[2]:  # renameByDefault false: the product says SHARED (after any MIG suffix)
+            labels["nvidia.com/gpu.product"] += "-SHARED"
     return labels
 
 

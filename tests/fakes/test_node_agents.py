@@ -48,6 +48,11 @@ def test_gfd_labels_mig_and_time_slicing():
     assert mixed["nvidia.com/mig-3g.40gb.count"] == "16" and mixed["nvidia.com/mig.strategy"] == "mixed"
     shared = effects.gfd_labels(H100_AKS, replicas=("nvidia.com/gpu", 4, False))
     assert shared["nvidia.com/gpu.replicas"] == "4"
+    assert shared["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3-SHARED"
+    renamed = effects.gfd_labels(H100_AKS, replicas=("nvidia.com/gpu", 4, True))
+    assert renamed["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
+    both = effects.gfd_labels(H100_AKS, mig={"1g.10gb": 7}, strategy="single", replicas=("nvidia.com/gpu", 2, False))
+    assert both["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb-SHARED"
     assert effects.gfd_labels(hardware()) == {}
 
 
