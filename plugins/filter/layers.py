@@ -6,13 +6,18 @@
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    dra, monitoring_plan, objects, scheduling, sharing_plan, smoke)
+    dra, monitoring_plan, objects, scheduling, scheduling_flavors, sharing_plan, smoke)
 from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import user_errors
 
 
 @user_errors
 def scheduling_plan(spec, scheduler):
     return scheduling.plan(spec, scheduler)
+
+
+@user_errors
+def scheduling_unmatched_flavors(flavor_objects, nodes):
+    return scheduling_flavors.unmatched_flavors(flavor_objects, nodes)
 
 
 @user_errors
@@ -79,7 +84,8 @@ class FilterModule:
     """Scheduling, monitoring, DRA and smoke-test filters."""
 
     def filters(self):
-        return {"scheduling_plan": scheduling_plan, "monitoring_objects": monitoring_objects,
+        return {"scheduling_plan": scheduling_plan, "scheduling_unmatched_flavors": scheduling_unmatched_flavors,
+                "monitoring_objects": monitoring_objects,
                 "monitoring_dashboard": monitoring_dashboard,
                 "namespace_objects": namespace_objects, "dra_driver_values": dra_driver_values,
                 "dra_driver_check": dra_driver_check, "dra_driver_gpu_operator_values": dra_driver_gpu_operator_values,

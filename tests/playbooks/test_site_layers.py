@@ -38,12 +38,30 @@ def test_schedulers_and_team_queues_go_on_once(direct_site):
     assert api.store.get("v1", "Namespace", "nlp") is not None
     shown = first.result("What each team gets")["msg"]
     assert any("nlp" in line for line in shown)
+    assert first.result("Warn of a flavor that selects no node").get("skipped") is True
     api.clear_log()
     second = runner.run()
     assert second.failed == 0 and second.changed == 0, second.changed_tasks()
     # The only writes of a converged run are the smoke tests' objects, created and removed.
     assert [w["path"] for w in api.writes() if "/gpu-platform-smoke" not in w["path"]
             and not w["path"].endswith("/pods")] == []
+
+
+def test_a_flavor_no_node_matches_is_named_with_the_product_gfd_gave_the_nodes(direct_site):
+    runner, api, repo = direct_site()
+    renamed = [{"name": "a100", "gpu_product": "NVIDIA-A100-SXM4"}]  # the nodes say NVIDIA-A100-SXM4-80GB
+    result = runner.run(**dict(SPEC, scheduling_flavors=renamed))
+    assert result.failed == 0, result.failure_messages()
+    warning = result.result("Warn of a flavor that selects no node")["msg"]
+    assert warning[1].startswith("ResourceFlavor a100: no node has nvidia.com/gpu.product=NVIDIA-A100-SXM4, so "), warning
+    api.clear_log()
+    strict = runner.run(**dict(SPEC, scheduling_flavors=renamed, scheduling_require_flavor_nodes=True,
+                               gpu_platform_teams=[dict(TEAMS[0], quota={"a100": 4})]))
+    assert strict.failed == 1
+    assert any(m.startswith("ResourceFlavor a100: no node has") for m in strict.failure_messages())
+    assert api.store.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", "vision")["spec"]["resourceGroups"][0][
+        "flavors"][0]["resources"][0]["nominalQuota"] == 8  # the scheduling layer wrote nothing
+    assert not [w for w in api.writes() if "kueue" in w["path"] or "volcano" in w["path"]]
 
 
 def test_kai_instead_of_volcano(direct_site):

@@ -17,7 +17,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import
 
 # --- products and labels ---------------------------------------------------------------------------
 
-def _base_label(label):
+def base_label(label):
     """A GFD product label without the suffixes GFD adds: ``-SHARED`` (time-slicing/MPS with
     renameByDefault=false) and ``-MIG-<profile>`` (MIG strategy single), per the device plugin's
     README ("nvidia.com/gpu.product = A100-SXM4-40GB-MIG-1g.5gb-SHARED")."""
@@ -37,7 +37,7 @@ def product_for_label(label):
     older drivers name the board without the ``NVIDIA`` prefix (``A100-SXM4-40GB``), which is
     accepted too. ``Tesla-T4``, ``NVIDIA-L40S`` and any unknown board -> None.
     """
-    base = _base_label(label).upper()
+    base = base_label(label).upper()
     if not base:
         return None
     for key, spec in CATALOG.items():

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig_fit, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 FLAVORS_FIELD = "scheduling_flavors"
@@ -183,3 +183,44 @@ def validate_flavors(flavors):
 
 def _selector_text(selector):
     return ", ".join("%s=%s" % item for item in selector.items())
+
+
+# ---------------------------------------------------------------- flavors against the nodes
+
+def _matches(selector, labels):
+    return all(labels.get(key) == value for key, value in selector.items())
+
+
+def unmatched_flavors(flavor_objects, nodes):
+    """One line per ResourceFlavor whose ``spec.nodeLabels`` no node carries: Kueue admits a workload into it, and its
+    pods, given those labels as a node selector, stay Pending. When nodes carry the flavor's product as GPU Feature
+    Discovery renames it (``-MIG-<profile>`` under the MIG single strategy, ``-SHARED`` on a time-sliced GPU not
+    renamed: ``mig_fit.base_label``), the line names the value to use instead.
+
+    ``flavor_objects``: the ResourceFlavors the scheduling plan renders; ``nodes``: the Node objects (as
+    cluster_read returns them). A flavor without nodeLabels matches every node."""
+    node_labels = [((n or {}).get("metadata") or {}).get("labels") or {} for n in nodes or []]
+    lines = []
+    for flavor in flavor_objects or []:
+        if (flavor or {}).get("kind") != "ResourceFlavor":
+            continue
+        selector = (flavor.get("spec") or {}).get("nodeLabels") or {}
+        if not selector or any(_matches(selector, labels) for labels in node_labels):
+            continue
+        name = flavor["metadata"]["name"]
+        product = selector.get(PRODUCT_LABEL)
+        rest = {k: v for k, v in selector.items() if k != PRODUCT_LABEL}
+        renamed = sorted({labels[PRODUCT_LABEL] for labels in node_labels
+                          if product and _matches(rest, labels) and labels.get(PRODUCT_LABEL, product) != product
+                          and mig_fit.base_label(labels[PRODUCT_LABEL]) == product})
+        wanted = ", ".join("%s=%s" % item for item in sorted(selector.items()))
+        if renamed:
+            lines.append("ResourceFlavor %s: no node has %s; GPU Feature Discovery renamed the product on MIG or "
+                         "time-sliced nodes to %s. Fix: give that flavor gpu_product: %s (one flavor per renamed "
+                         "product), or select those nodes by a label of their pool in node_labels"
+                         % (name, wanted, ", ".join(renamed), renamed[0]))
+        else:
+            lines.append("ResourceFlavor %s: no node has %s, so workloads Kueue admits into it stay Pending. Fix: "
+                         "check gpu_product against the nodes' %s labels (kubectl get nodes -L %s), or ignore this "
+                         "while that node pool is scaled to zero" % (name, wanted, PRODUCT_LABEL, PRODUCT_LABEL))
+    return lines
