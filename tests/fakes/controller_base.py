@@ -2,6 +2,7 @@
 controllers read, and their helpers (owner references, conditions, status writes)."""
 import hashlib
 import json
+import time
 
 NEVER_READY = "fake.gpu-platform.io/never-ready"
 PHASE = "fake.gpu-platform.io/phase"
@@ -87,3 +88,49 @@ def _template(obj):
 
 def _replicas(obj):
     return (obj.get("spec") or {}).get("replicas", 1)
+
+
+KWOK_CUSTOM = "kwok.x-k8s.io/status"  # KWOK leaves the status of a pod annotated "custom" to us (its flag)
+
+
+def set_pod_ready(store, pod, reason):
+    """A pod played by KWOK made Ready (``reason`` None) or not (``reason``: (waiting reason or "Running", message)),
+    written only when it differs; the pod is first annotated so that KWOK leaves its status to us."""
+    ready = reason is None
+    status = pod.get("status") or {}
+    current = pod_ready(pod)
+    annotated = (pod["metadata"].get("annotations") or {}).get(KWOK_CUSTOM) == "custom"
+    said = [((c.get("state") or {}).get("waiting") or {}).get("message") for c in status.get("containerStatuses") or []]
+    if current == ready and (ready or (annotated and (reason[0] == "Running" or reason[1] in said))):
+        return
+    meta = pod["metadata"]
+    if not annotated:
+        store.patch("v1", "Pod", meta["name"], {"metadata": {"annotations": {KWOK_CUSTOM: "custom"}}},
+                    meta["namespace"])
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    value = "True" if ready else "False"
+    readiness = ("Ready", "ContainersReady")
+    conditions = [dict(c) for c in status.get("conditions") or [] if c.get("type") not in readiness]
+    conditions += [{"type": kind, "status": value, "lastTransitionTime": now} for kind in readiness]
+    containers = []
+    for container in status.get("containerStatuses") or []:
+        entry = dict(container, ready=ready)
+        if ready or reason[0] == "Running":  # running, not Ready
+            entry["state"] = {"running": {"startedAt": status.get("startTime") or now}}
+        else:
+            entry["state"] = {"waiting": {"reason": reason[0], "message": reason[1]}}
+        containers.append(entry)
+    new_status = dict(status, conditions=conditions, containerStatuses=containers)
+    store.patch_status("v1", "Pod", meta["name"], new_status, meta["namespace"])
+
+
+def finish_deletion(store, event):
+    """KWOK leaves a pod whose status we own (``kwok.x-k8s.io/status=custom``) alone, its deletion too: confirm it, as
+    the node's kubelet would once the containers stopped."""
+    meta = event.obj["metadata"]
+    if event.type != "DELETED" and meta.get("deletionTimestamp") and \
+            (meta.get("annotations") or {}).get(KWOK_CUSTOM) == "custom":
+        try:
+            store.delete("v1", "Pod", meta["name"], meta["namespace"], grace_period=0)
+        except Exception:  # noqa: BLE001 - gone meanwhile
+            pass

@@ -45,6 +45,7 @@ from kubernetes.watch.watch import iter_resp_lines
 from .clock import RealClock
 from .live_controllers import live_controllers
 from .live_store import LiveStore, NotServed
+from .operator_processes import OperatorProcesses, ca_data_of, parse_builds
 from .store import Event
 
 
@@ -365,7 +366,15 @@ def main(argv=None):
                         help="seconds until the NicClusterPolicy's components report ready")
     parser.add_argument("--mig-delay", type=float, default=1.0,
                         help="seconds the MIG manager takes to apply a layout")
+    parser.add_argument("--operator-builds", default="",
+                        help="name=<build directory>,...: the operators whose real process runs for their pod "
+                             "(tests/fakes/operator_processes.py)")
+    parser.add_argument("--operator-dir", default="", help="where each operator process keeps its kubeconfig and log")
     args = parser.parse_args(argv)
+    try:
+        builds = parse_builds(args.operator_builds)
+    except ValueError as exc:
+        parser.error(str(exc))
     stop = threading.Event()
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, lambda *_: stop.set())
@@ -376,10 +385,17 @@ def main(argv=None):
         log_line("smoke pods' logs (written here, served by KWOK): %s%s"
                  % (args.logs_dir, "" if os.path.isdir(args.logs_dir) else " (MISSING)"))
     store = _connect(args.kubeconfig, stop)
-    runner = None
+    runner = processes = None
     if store is not None:
-        runner = LiveRunner(store, live_controllers(network_ready_after=args.network_ready_after,
-                                                    mig_delay=args.mig_delay, logs_dir=args.logs_dir)).start()
+        controllers = live_controllers(network_ready_after=args.network_ready_after, mig_delay=args.mig_delay,
+                                       logs_dir=args.logs_dir, real=sorted(builds))
+        if builds:
+            server, ca_data = ca_data_of(args.kubeconfig)
+            processes = OperatorProcesses(builds, server, ca_data, args.operator_dir or os.path.join(
+                os.path.dirname(os.path.abspath(args.kubeconfig)), "operators"))
+            controllers.append(processes)
+            log_line("real operators: %s" % ", ".join("%s (%s)" % item for item in sorted(builds.items())))
+        runner = LiveRunner(store, controllers).start()
         health.runner = runner
         log_line("controllers: %s; watches: %s" % (", ".join(type(c).__name__ for c in runner.controllers),
                                                    ", ".join(w.name for w in runner.watchers)))
@@ -388,6 +404,8 @@ def main(argv=None):
     log_line("stopping")
     if runner is not None:
         runner.stop()
+    if processes is not None:
+        processes.stop_all()
     health.shutdown()
     return 0
 

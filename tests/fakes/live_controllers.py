@@ -117,8 +117,16 @@ class LiveDriverUpgrade(SimulatedDriverUpgrade):
         return False
 
 
-def live_controllers(network_ready_after=2.0, mig_delay=1.0, volcano_retry=5.0, upgrade_step=1.0, logs_dir=None):
-    """Fresh instances of the controllers ``live.py`` runs against the local control plane."""
+# The simulated controllers each real operator's process replaces (operator_processes.py).
+REPLACED_BY = {"gpu-operator": ("LiveGpuOperator", "LiveDriverUpgrade")}
+
+
+def live_controllers(network_ready_after=2.0, mig_delay=1.0, volcano_retry=5.0, upgrade_step=1.0, logs_dir=None,
+                     real=()):
+    """Fresh instances of the controllers ``live.py`` runs against the local control plane; ``real``: the operators
+    whose own process runs (their simulations are left out)."""
     del network_ready_after  # the network's readiness is its DaemonSets' now (LiveNetworkOperator)
-    return [LiveGpuOperator(), LiveNetworkOperator(), NodeAgents(mig_delay=mig_delay), SmokeLogs(logs_dir),
-            LiveVolcanoJobs(retry=volcano_retry), LiveDriverUpgrade(step=upgrade_step)]
+    replaced = {name for operator in real for name in REPLACED_BY.get(operator, ())}
+    controllers = [LiveGpuOperator(), LiveNetworkOperator(), NodeAgents(mig_delay=mig_delay), SmokeLogs(logs_dir),
+                   LiveVolcanoJobs(retry=volcano_retry), LiveDriverUpgrade(step=upgrade_step)]
+    return [c for c in controllers if type(c).__name__ not in replaced]

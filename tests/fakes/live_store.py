@@ -315,3 +315,12 @@ class LiveStore:
             "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
         self.log("bind v1 Pod %s/%s to %s" % (namespace, name, node))
+
+    def token(self, namespace, service_account, seconds):
+        """A token of ``service_account`` from the TokenRequest API (``serviceaccounts/<name>/token``), as the kubelet
+        gets one for a pod; never logged."""
+        rtype = self.resource("v1", "ServiceAccount")
+        result = self._request("post", rtype.path(service_account, namespace, "token"), body={
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"expirationSeconds": int(seconds)}})
+        return result["status"]["token"]

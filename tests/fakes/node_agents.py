@@ -36,11 +36,10 @@ import json
 import time
 
 from . import node_agent_effects as effects
-from .controller_base import Controller, pod_ready
+from .controller_base import Controller, finish_deletion, set_pod_ready
 
 HARDWARE = "fake.gpu-platform.io/hardware"
 EFFECTS = "fake.gpu-platform.io/agent-effects"
-KWOK_CUSTOM = "kwok.x-k8s.io/status"  # KWOK leaves the status of a pod annotated "custom" to us
 FAULTS = ("kube-system", "fake-node-agent-faults")
 FAULT_STATES = ("ok", "never-ready", "stuck", "failed", "slow")
 SLOW_SECONDS = 20.0
@@ -127,7 +126,7 @@ class NodeAgents(Controller):
             nodes = {((o or {}).get("spec") or {}).get("nodeName") for o in (event.obj, event.old)}
             if not any(agent_of(o) for o in (event.obj, event.old) if o):
                 return
-            self._finish_deletion(event)
+            finish_deletion(self.store, event)
         elif event.kind == "Node":
             nodes = {event.name} if event.type != "DELETED" else set()
         elif event.kind == "ConfigMap":
@@ -145,17 +144,6 @@ class NodeAgents(Controller):
             nodes = self._all_nodes()
         for name in sorted(n for n in nodes if n):
             self.reconcile(name)
-
-    def _finish_deletion(self, event):
-        """KWOK leaves a pod whose status an agent owns (``kwok.x-k8s.io/status=custom``) alone, its deletion too: the
-        agent confirms it, as the node's kubelet would once the containers stopped."""
-        meta = event.obj["metadata"]
-        if event.type != "DELETED" and meta.get("deletionTimestamp") and \
-                (meta.get("annotations") or {}).get(KWOK_CUSTOM) == "custom":
-            try:
-                self.store.delete("v1", "Pod", meta["name"], meta["namespace"], grace_period=0)
-            except Exception:  # noqa: BLE001 - gone meanwhile
-                pass
 
     def _all_nodes(self):
         return [n["metadata"]["name"] for n in self.store.list("v1", "Node")]
@@ -221,7 +209,7 @@ class NodeAgents(Controller):
             elif agent == "dra-kubelet-plugin":
                 reason = self._driver_root_blocked(name, hardware, healthy, pod)
             healthy[agent] = reason is None
-            self._set_ready(pod, reason)
+            set_pod_ready(self.store, pod, reason)
         return healthy
 
     @staticmethod
@@ -250,35 +238,6 @@ class NodeAgents(Controller):
             return ("PodInitializing", "kubelet-plugin-prestart on %s: no driver under NVIDIA_DRIVER_ROOT=%s (the driver "
                                        "is at %s)" % (name, root, found))
         return None
-
-    def _set_ready(self, pod, reason):
-        """The pod Ready (``reason`` None) or not, written only when it differs."""
-        ready = reason is None
-        status = pod.get("status") or {}
-        current = pod_ready(pod)
-        annotated = (pod["metadata"].get("annotations") or {}).get(KWOK_CUSTOM) == "custom"
-        said = [((c.get("state") or {}).get("waiting") or {}).get("message") for c in status.get("containerStatuses") or []]
-        if current == ready and (ready or (annotated and (reason[0] == "Running" or reason[1] in said))):
-            return
-        meta = pod["metadata"]
-        if not annotated:
-            self.store.patch("v1", "Pod", meta["name"], {"metadata": {"annotations": {KWOK_CUSTOM: "custom"}}},
-                             meta["namespace"])
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        value = "True" if ready else "False"
-        readiness = ("Ready", "ContainersReady")
-        conditions = [dict(c) for c in status.get("conditions") or [] if c.get("type") not in readiness]
-        conditions += [{"type": kind, "status": value, "lastTransitionTime": now} for kind in readiness]
-        containers = []
-        for container in status.get("containerStatuses") or []:
-            entry = dict(container, ready=ready)
-            if ready or reason[0] == "Running":  # running, not Ready
-                entry["state"] = {"running": {"startedAt": status.get("startTime") or now}}
-            else:
-                entry["state"] = {"waiting": {"reason": reason[0], "message": reason[1]}}
-            containers.append(entry)
-        new_status = dict(status, conditions=conditions, containerStatuses=containers)
-        self.store.patch_status("v1", "Pod", meta["name"], new_status, meta["namespace"])
 
     def _policy_spec(self):
         return (self.cluster_policy or {}).get("spec") or {}

@@ -1,0 +1,277 @@
+"""The operators' own processes, run where KWOK plays their pods.
+
+A chart's operator Deployment makes a pod; the real scheduler binds it to a node and KWOK says it runs. For an
+operator built from its pinned source (``scripts/local_cluster/operators.py``), ``OperatorProcesses`` then runs the
+real binary on this machine, as that pod's container would run it:
+
+* its arguments and environment from the pod's container (``value`` and ``fieldRef``: namespace, name, node,
+  service account; ``status.podIP`` and ``status.hostIP`` are 127.0.0.1);
+* the permissions of the pod's ServiceAccount: a token from the TokenRequest API, with the cluster's CA and the
+  namespace, where the kubelet mounts them (``/var/run/secrets/kubernetes.io/serviceaccount``) and
+  ``KUBERNETES_SERVICE_HOST``/``PORT`` naming the API server, so the process uses client-go's in-cluster config
+  and the RBAC the chart grants is what it gets;
+* the files its image holds at the paths it reads them (the GPU Operator's ``/opt/gpu-operator``);
+  both through a private mount namespace (``unshare --mount``), over tmpfs, without touching the machine's files;
+* its metrics and health endpoints on free loopback ports (flags appended after the chart's, so they win).
+
+The pod is Ready only while the process's readiness endpoint answers 200, so helm's wait and the Deployment's
+availability follow the real process; a process that exits makes the pod CrashLoopBackOff (its last log lines in
+the message) and is started again. The process stops when its pod goes (helm uninstall, a rollout), and every
+process goes with ``live.py``.
+
+``PROCESSES`` says which pods are whose, and what each needs; ``--operator-builds name=<dir>`` (from
+``scripts/local_cluster``) says where each build is. An operator without a build is left to the simulated
+controllers.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shlex
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .controller_base import Controller, finish_deletion, set_pod_ready
+
+READY_POLL = 1.0  # seconds between readiness probes of a starting process
+RESTART_DELAY = 5.0  # seconds before a process that exited is started again
+TOKEN_SECONDS = 24 * 3600
+
+
+@dataclass(frozen=True)
+class OperatorProcess:
+    """One operator's process: which pods are its, which binary runs, what it needs."""
+
+    name: str  # the build's name (scripts/local_cluster/operators.py)
+    pod_labels: dict  # every one must match
+    container: str  # the container of the pod the process is
+    binary: str  # in the build's directory
+    mounts: dict = field(default_factory=dict)  # path in the image -> directory in the build (under image/)
+    metrics_flag: str = "--metrics-bind-address"
+    probe_flag: str = "--health-probe-bind-address"
+    ready_path: str = "/readyz"
+
+
+PROCESSES = (
+    # gpu-operator v26.3.3: cmd/gpu-operator/main.go (flags, OPERATOR_NAMESPACE); controllers/state_manager.go reads
+    # each state's manifests from /opt/gpu-operator/state-*; its image copies assets/ and manifests/ there.
+    OperatorProcess("gpu-operator", {"app": "gpu-operator", "app.kubernetes.io/component": "gpu-operator"},
+                    "gpu-operator", "gpu-operator", mounts={"/opt/gpu-operator": "image/opt/gpu-operator"}),
+)
+
+
+def process_of(pod):
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    for spec in PROCESSES:
+        if all(labels.get(k) == v for k, v in spec.pod_labels.items()):
+            return spec
+    return None
+
+
+def parse_builds(text):
+    """``name=<dir>[,name=<dir>...]`` -> {name: Path}; a ValueError names what is wrong."""
+    builds = {}
+    for part in filter(None, (text or "").split(",")):
+        name, sep, directory = part.partition("=")
+        if not sep or not name or not directory:
+            raise ValueError("--operator-builds: %r is not name=<directory>" % part)
+        builds[name] = Path(directory)
+    return builds
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def container_env(pod, container):
+    """The container's environment as its kubelet would give it (values and the pod's own fields)."""
+    meta, spec = pod["metadata"], pod.get("spec") or {}
+    fields = {"metadata.namespace": meta.get("namespace", ""), "metadata.name": meta["name"],
+              "metadata.uid": meta.get("uid", ""), "spec.nodeName": spec.get("nodeName", ""),
+              "spec.serviceAccountName": spec.get("serviceAccountName", "default"),
+              "status.podIP": "127.0.0.1", "status.hostIP": "127.0.0.1"}
+    env = {}
+    for item in container.get("env") or []:
+        source = item.get("valueFrom") or {}
+        if "value" in item:
+            env[item["name"]] = str(item["value"])
+        elif "fieldRef" in source:
+            env[item["name"]] = fields.get(source["fieldRef"].get("fieldPath"), "")
+    return env
+
+
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"  # where the kubelet mounts a pod's token
+
+
+def command_line(spec, build, container, ports, account_dir):
+    """The process's argv: the binary, the container's args, the loopback endpoints; in a mount namespace of its own
+    with the pod's ServiceAccount files where the kubelet mounts them (client-go's in-cluster config reads them) and
+    the image's files where the image has them, each over a tmpfs so that nothing of the machine's changes."""
+    args = list(container.get("args") or [])
+    args += ["%s=127.0.0.1:%d" % (spec.metrics_flag, ports["metrics"]),
+             "%s=127.0.0.1:%d" % (spec.probe_flag, ports["probe"])]
+    mounts = dict({os.path.realpath(SA_DIR): str(account_dir)},
+                  **{target: str(build / source) for target, source in spec.mounts.items()})
+    script = []
+    for top in sorted({"/" + target.strip("/").split("/")[0] for target in mounts}):
+        script.append("mount -t tmpfs gpu-platform-pod %s" % shlex.quote(top))
+    for target, source in sorted(mounts.items()):
+        script.append("mkdir -p %s && mount --bind %s %s" % (shlex.quote(target), shlex.quote(source),
+                                                              shlex.quote(target)))
+    script.append("exec %s" % " ".join(shlex.quote(a) for a in [str(build / spec.binary)] + args))
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-ec", " && ".join(script)]
+
+
+def write_account(directory, namespace, token, ca_data):
+    """The files the kubelet puts in a pod's ServiceAccount volume (token 0600, ca.crt, namespace)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, data, mode in (("token", token.encode(), 0o600), ("ca.crt", base64.b64decode(ca_data), 0o644),
+                             ("namespace", namespace.encode(), 0o644)):
+        fd = os.open(str(directory / name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+
+
+class _Running:
+    def __init__(self, spec, pod, proc, ports, log):
+        self.spec, self.proc, self.ports, self.log = spec, proc, ports, log
+        self.uid = pod["metadata"]["uid"]
+        self.key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+
+
+class OperatorProcesses(Controller):
+    """Runs each built operator's process while its pod runs (see the module docstring)."""
+
+    watches = frozenset({("", "Pod")})
+
+    def __init__(self, builds, server, ca_data, workdir):
+        self.builds = dict(builds)
+        self.api_server, self.ca_data = server, ca_data
+        self.workdir = Path(workdir)
+        self.running = {}  # (namespace, pod) -> _Running
+        self.lock = threading.Lock()
+
+    def handle(self, event):
+        pod = event.obj
+        spec = process_of(pod)
+        if spec is None or spec.name not in self.builds:
+            return
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        wanted = event.type != "DELETED" and (pod.get("status") or {}).get("phase") == "Running" \
+            and not pod["metadata"].get("deletionTimestamp")
+        current = self.running.get(key)
+        if current is not None and (not wanted or current.uid != pod["metadata"]["uid"]):
+            self._stop(current)
+            current = None
+        if wanted and current is None:
+            self._start(spec, pod)
+        finish_deletion(self.store, event)  # the process stopped: the pod may go
+
+    # ------------------------------------------------------------ processes
+
+    def _start(self, spec, pod):
+        try:
+            self._launch(spec, pod)
+        except Exception as exc:  # noqa: BLE001 - the pod says why, and it is tried again
+            set_pod_ready(self.store, pod, ("CrashLoopBackOff", "%s could not start: %s" % (spec.name, exc)))
+            key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+            self.clock.call_later(RESTART_DELAY, lambda: self._retry(spec, key, pod["metadata"]["uid"]))
+
+    def _retry(self, spec, key, uid):
+        pod = self.store.get("v1", "Pod", key[1], key[0])
+        if pod is not None and pod["metadata"]["uid"] == uid and key not in self.running \
+                and (pod.get("status") or {}).get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp"):
+            self._start(spec, pod)
+
+    def _launch(self, spec, pod):
+        meta = pod["metadata"]
+        container = next((c for c in (pod.get("spec") or {}).get("containers") or [] if c["name"] == spec.container),
+                         None)
+        if container is None:
+            set_pod_ready(self.store, pod, ("CreateContainerError", "no container %r in the pod" % spec.container))
+            return
+        account = (pod.get("spec") or {}).get("serviceAccountName") or "default"
+        token = self.store.token(meta["namespace"], account, TOKEN_SECONDS)
+        home = self.workdir / ("%s-%s" % (meta["namespace"], meta["name"]))
+        write_account(home / "serviceaccount", meta["namespace"], token, self.ca_data)
+        ports = {"metrics": free_port(), "probe": free_port()}
+        argv = command_line(spec, self.builds[spec.name], container, ports, home / "serviceaccount")
+        address = urllib.parse.urlsplit(self.api_server)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+               "KUBERNETES_SERVICE_HOST": address.hostname, "KUBERNETES_SERVICE_PORT": str(address.port or 443)}
+        env.update(container_env(pod, container))
+        log = home / "process.log"
+        with open(log, "ab") as out:
+            out.write(("--- %s: %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), " ".join(argv))).encode())
+            out.flush()
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                    cwd=str(home))
+        running = _Running(spec, pod, proc, ports, log)
+        self.running[running.key] = running
+        set_pod_ready(self.store, pod, ("Running", "%s: starting (pid %d)" % (spec.name, proc.pid)))
+        self.clock.call_later(READY_POLL, lambda: self._probe(running))
+
+    def _stop(self, running):
+        self.running.pop(running.key, None)
+        if running.proc.poll() is None:
+            running.proc.terminate()
+            try:
+                running.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                running.proc.kill()
+                running.proc.wait()
+
+    def stop_all(self):
+        for running in list(self.running.values()):
+            self._stop(running)
+
+    def _pod(self, running):
+        pod = self.store.get("v1", "Pod", running.key[1], running.key[0])
+        return pod if pod is not None and pod["metadata"]["uid"] == running.uid else None
+
+    def _probe(self, running):
+        if self.running.get(running.key) is not running:
+            return
+        pod = self._pod(running)
+        if pod is None:
+            self._stop(running)
+            return
+        code = running.proc.poll()
+        if code is not None:
+            lines = running.log.read_text(errors="replace").strip().splitlines()[-3:]
+            set_pod_ready(self.store, pod, ("CrashLoopBackOff", "%s exited with %d: %s (log: %s)"
+                                            % (running.spec.name, code, " | ".join(lines), running.log)))
+            self.running.pop(running.key, None)
+            self.clock.call_later(RESTART_DELAY, lambda: self._retry(running.spec, running.key, running.uid))
+            return
+        ready = False
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (running.ports["probe"], running.spec.ready_path),
+                                        timeout=2) as response:
+                ready = response.status == 200
+        except OSError:
+            ready = False
+        set_pod_ready(self.store, pod, None if ready else ("Running", "%s: %s not ready yet"
+                                                             % (running.spec.name, running.spec.ready_path)))
+        self.clock.call_later(READY_POLL if not ready else READY_POLL * 10, lambda: self._probe(running))
+
+
+def ca_data_of(admin_kubeconfig):
+    """The cluster's CA (base64, as kubeconfigs hold it) and server URL, from the admin kubeconfig."""
+    config = yaml.safe_load(Path(admin_kubeconfig).read_text())
+    cluster = config["clusters"][0]["cluster"]
+    data = cluster.get("certificate-authority-data")
+    if not data:
+        data = base64.b64encode(Path(cluster["certificate-authority"]).read_bytes()).decode()
+    return cluster["server"], data
