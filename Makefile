@@ -199,6 +199,16 @@ cluster-up-gitops: setup cluster-build flux-build
 gitops-test: setup cluster-build flux-build
 	cd $(ROOT) && $(VENV)/bin/python -m tests.gitops_bundle
 
+# inventories/aks's bundle on the bare AKS ND H100 v5 pool (CLUSTER_PROFILE=aks-nd-h100-v5, 2 GPU nodes) through the
+# same Flux controllers: rendered with the cluster's connection.yml, pushed, bootstrapped and converged alone
+# (tests/gitops_bundle.py --inventory), in build/gitops-cluster-aks; the same last line, build/gitops-aks/status.json.
+# The NCCL image stands in for the user's, pinned by digest as the inventory asks (the fake fleet pulls nothing).
+GITOPS_AKS_NCCL_IMAGE := registry.example.com/hpc/nccl-tests@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+.PHONY: gitops-test-aks
+gitops-test-aks: setup cluster-build flux-build
+	cd $(ROOT) && $(VENV)/bin/python -m tests.gitops_bundle --inventory inventories/aks --profile aks-nd-h100-v5 \
+	  --gpu-nodes 2 -e smoke_tests_nccl_image=$(GITOPS_AKS_NCCL_IMAGE)
+
 # The AWX tier's counts (jobs, events and files scanned, secret hits), from the report its tests write.
 AWX_REPORT = python -c "import json; r=json.load(open('$(BUILD)/awx/report.json')); print('awx: %d jobs, %d events and %d files scanned, %d secret hits' % (r['jobs'], r['events_scanned'], r['files_scanned'], r['secret_hits']))"
 

@@ -26,7 +26,8 @@ def shared_dir():
 # a session of their own, so the control plane and its simulated operators (about a core between them) are up only
 # while their tests run, and the other tests run beside each other on two workers (pytest-xdist). Under xdist they
 # also share one group, so that one worker starts each cluster and no two tests share one at the same time.
-CLUSTER_FIXTURES = {"local_cluster", "local_cluster_gitops", "aks_cluster", "aks_fault_cluster", "aks_driver_cluster"}
+CLUSTER_FIXTURES = {"local_cluster", "local_cluster_gitops", "aks_cluster", "aks_fault_cluster", "aks_driver_cluster",
+                    "aks_nc_cluster", "baremetal_cluster"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker

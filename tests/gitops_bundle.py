@@ -1,6 +1,8 @@
 """``make gitops-test``: the bundle site.yml renders converges on the real Flux controllers, in order.
 
     python -m tests.gitops_bundle [--keep]
+    python -m tests.gitops_bundle --inventory inventories/aks --profile aks-nd-h100-v5 --gpu-nodes 2 \
+        -e smoke_tests_nccl_image=<image pinned by digest> [--keep]
 
 On a local control plane of its own with the Flux controllers (``up --gitops`` in ``build/gitops-cluster``):
 
@@ -30,6 +32,12 @@ Kustomization included); fewer read or Ready than the bundle has, or a Flux obje
 Any failure is one message naming the step, the object and its condition, and exits 1; the cluster is stopped unless
 ``--keep``. The verdicts themselves are pure functions in tests/gitops_checks.py, unit-tested in
 tests/unit/test_gitops_checks.py.
+
+With ``--inventory``, another inventory's bundle (its own choices, the charts from the cluster's chart repository
+through the ``connection.yml`` the cluster writes) is rendered, pushed, bootstrapped and converged, steps 2 and 3
+alone, on a cluster of the fleet ``--profile`` names (``CLUSTER_PROFILE``; bare as its provider hands it over) in
+``build/gitops-cluster-<inventory>``, with ``build/gitops-<inventory>/status.json``; ``make gitops-test-aks`` runs
+inventories/aks on the bare AKS ND H100 v5 pool. The same last line and verdicts.
 """
 from __future__ import annotations
 
@@ -40,6 +48,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import yaml
 
@@ -73,22 +82,25 @@ def say(text):
 
 # -- rendering ---------------------------------------------------------------------------------------------------
 
-def playbook(cluster, name, *args):
-    """ansible-playbook ``name`` with the cluster inventory against ``cluster``: the finished process."""
+def playbook(cluster, name, *args, inventory=INVENTORY):
+    """ansible-playbook ``name`` with ``inventory`` against ``cluster``: the finished process. The cluster inventory
+    finds the cluster itself (CLUSTER_DIR); any other gets the cluster's connection.yml first, so ``args`` override
+    it."""
     env = dict(os.environ, CLUSTER_DIR=str(cluster.dir), ANSIBLE_COLLECTIONS_PATH=str(ROOT / "build" / "collections"),
                ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
     env.pop("KUBECONFIG", None)
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(INVENTORY),
-               str(ROOT / name)] + list(args)
+    connection = [] if inventory == INVENTORY else ["-e", "@%s" % (cluster.dir / "connection.yml")]
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory),
+               str(ROOT / name)] + connection + list(args)
     return subprocess.run(command, env=env, capture_output=True, text=True, cwd=str(ROOT), timeout=900, check=False)
 
 
-def render(cluster, folder, *extra):
+def render(cluster, folder, *extra, inventory=INVENTORY):
     """site.yml in render mode with the inventory's choices into ``folder`` (./platform in the repository)."""
     args = ["-e", "gpu_platform_render_to=%s" % folder, "-e", "gpu_platform_flux_path=./platform"]
     for item in extra:
         args += ["-e", item]
-    proc = playbook(cluster, "site.yml", *args)
+    proc = playbook(cluster, "site.yml", *args, inventory=inventory)
     if proc.returncode != 0:
         raise Failed("rendering failed (%s):\n%s%s" % (" ".join(args), proc.stdout[-3000:], proc.stderr[-2000:]))
     problems = order_problems(folder)
@@ -96,15 +108,15 @@ def render(cluster, folder, *extra):
         raise Failed("the rendered bundle's order is wrong:\n" + "\n".join(problems))
 
 
-def label_nodes(cluster, folder):
+def label_nodes(cluster, folder, inventory=INVENTORY):
     """The documented step for the node labels the bundle does not apply (docs/gitops.md): playbooks/node_labels.yml.
     Its --check fails while the nodes differ from the bundle, the run applies them, and its --check then passes."""
     bundle = "gpu_platform_bundle=%s" % folder
-    before = playbook(cluster, "playbooks/node_labels.yml", "--check", "-e", bundle)
+    before = playbook(cluster, "playbooks/node_labels.yml", "--check", "-e", bundle, inventory=inventory)
     if before.returncode == 0 or "differ from the bundle's" not in before.stdout:
         raise Failed("node_labels.yml --check passed on unlabelled nodes:\n%s" % before.stdout[-2000:])
-    applied = playbook(cluster, "playbooks/node_labels.yml", "-e", bundle)
-    after = playbook(cluster, "playbooks/node_labels.yml", "--check", "-e", bundle)
+    applied = playbook(cluster, "playbooks/node_labels.yml", "-e", bundle, inventory=inventory)
+    after = playbook(cluster, "playbooks/node_labels.yml", "--check", "-e", bundle, inventory=inventory)
     if applied.returncode != 0 or after.returncode != 0:
         raise Failed("node_labels.yml failed:\n%s\n%s" % (applied.stdout[-2000:], after.stdout[-2000:]))
     patches = sum(len((doc or {}).get("patches") or []) for path in sorted(folder.glob("*/*-node-labels.yaml"))
@@ -266,16 +278,10 @@ def run(cluster, work):
     say("1b. node labels (playbooks/node_labels.yml): %s" % label_nodes(cluster, folder))
     revision = commit_folder(worktree, "the GPU platform, rendered by site.yml")
     fault(cluster, STUCK)
-    kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(bootstrap(ROOT_NAME, worktree.url, "./platform", SOURCE)))
-    expected = expected_flux_objects(folder, (FLUX_NS, ROOT_NAME))
-    started = time.monotonic()
+    expected, started = bootstrap_root(cluster, worktree, folder)
     say("1c. %s" % held_back(cluster))
     fault(cluster, STUCK.replace(":stuck:", ":ok:"))
-    items = wait_all_ready(cluster, expected, revision)
-    say("2-3. pushed %s; every Kustomization and HelmRelease Ready in %.0f s" % (revision, time.monotonic() - started))
-    missing = ["%s %s" % (o["kind"], o["metadata"]["name"]) for objs in units.values() for o in objs if not exists(cluster, o)]
-    if missing:
-        raise Failed("objects of the bundle not on the cluster: %s" % ", ".join(missing))
+    items = converged(cluster, units, expected, revision, started)
 
     say("3b. images from the inventory's mirror: %s" % mirrored_images(cluster, units))
 
@@ -330,6 +336,42 @@ def run(cluster, work):
     return expected
 
 
+def bootstrap_root(cluster, worktree, folder):
+    """Apply the bootstrap for the bundle pushed from ``folder``; the Flux objects it makes, and when it was applied."""
+    kubectl(cluster, "apply", "-f", "-",
+            stdin=yaml.safe_dump_all(bootstrap(ROOT_NAME, worktree.url, "./platform", SOURCE)))
+    return expected_flux_objects(folder, (FLUX_NS, ROOT_NAME)), time.monotonic()
+
+
+def converged(cluster, units, expected, revision, started):
+    """Steps 2-3's end: every Kustomization (at ``revision``) and HelmRelease Ready, and every object of every unit
+    on the cluster (admitted by the real API server); the Flux objects read last."""
+    items = wait_all_ready(cluster, expected, revision)
+    say("2-3. pushed %s; every Kustomization and HelmRelease Ready in %.0f s" % (revision, time.monotonic() - started))
+    missing = ["%s %s" % (o["kind"], o["metadata"]["name"]) for objs in units.values() for o in objs
+               if not exists(cluster, o)]
+    if missing:
+        raise Failed("objects of the bundle not on the cluster: %s" % ", ".join(missing))
+    return items
+
+
+def converge(cluster, work, inventory, extra):
+    """``--inventory``: steps 2 and 3 alone. Render the inventory's bundle (``extra``: -e values), label the nodes
+    where the bundle leaves labels to that step, push, bootstrap one Kustomization at the root, and wait until every
+    Kustomization and HelmRelease is Ready and every object of every unit is on the cluster."""
+    worktree = Worktree(work / "repo", cluster.git_repo("platform"))
+    folder = worktree.path / "platform"
+    render(cluster, folder, *extra, inventory=inventory)
+    units = unit_objects(folder)
+    say("rendered %s: %d units: %s" % (os.path.relpath(inventory, ROOT), len(units), ", ".join(units)))
+    if list(folder.glob("*/*-node-labels.yaml")):
+        say("node labels (playbooks/node_labels.yml): %s" % label_nodes(cluster, folder, inventory))
+    revision = commit_folder(worktree, "the GPU platform, rendered by site.yml")
+    expected, started = bootstrap_root(cluster, worktree, folder)
+    converged(cluster, units, expected, revision, started)
+    return expected
+
+
 def mirrored_images(cluster, units):
     """The images the charts' Deployments, the GPU Operator's driver and the NicClusterPolicy's components name on
     the cluster: each must be on the inventory's mirror (inventories/cluster: gpu_platform_image_mirrors), and every
@@ -364,28 +406,48 @@ def applied_order(items):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("--keep", action="store_true", help="leave the cluster running (build/gitops-cluster)")
+    parser.add_argument("--keep", action="store_true",
+                        help="leave the cluster running (build/gitops-cluster[-<inventory>])")
+    parser.add_argument("--inventory", type=Path,
+                        help="render, push and converge this inventory's bundle alone (e.g. inventories/aks)")
+    parser.add_argument("--profile", help="the cluster's fleet (CLUSTER_PROFILE), e.g. aks-nd-h100-v5")
+    parser.add_argument("--gpu-nodes", type=int, help="the cluster's GPU nodes (CLUSTER_GPU_NODES)")
+    parser.add_argument("-e", dest="extra", action="append", default=[], metavar="NAME=VALUE",
+                        help="a variable for the render (with --inventory), e.g. smoke_tests_nccl_image=...")
     args = parser.parse_args(argv)
-    cluster = LocalCluster(CLUSTER_DIR)
+    inventory = (ROOT / args.inventory).resolve() if args.inventory else INVENTORY
+    if not inventory.is_dir():
+        parser.error("--inventory %s: no such folder; name an inventory folder such as inventories/aks"
+                     % args.inventory)
+    if args.extra and inventory == INVENTORY:
+        parser.error("-e goes with --inventory (the cluster inventory's run sets its own variables)")
+    name = "" if inventory == INVENTORY else "-" + inventory.name
+    cluster, out = LocalCluster(CLUSTER_DIR.with_name(CLUSTER_DIR.name + name)), OUT.with_name(OUT.name + name)
     env = cluster.env()
+    for variable, value in (("CLUSTER_PROFILE", args.profile), ("CLUSTER_GPU_NODES", args.gpu_nodes)):
+        if value:
+            env[variable] = str(value)
     cluster_command("down", env=env)
     up = cluster_command("up", "--gitops", env=env)
     if up.returncode != 0:
         print("gitops-test: the local control plane with Flux did not start:\n%s%s" % (up.stdout[-3000:], up.stderr[-3000:]),
               file=sys.stderr)
         return 1
-    shutil.rmtree(OUT, ignore_errors=True)
-    (OUT / "work").mkdir(parents=True)
+    shutil.rmtree(out, ignore_errors=True)
+    (out / "work").mkdir(parents=True)
     final = None
     try:
-        expected = run(cluster, OUT / "work")
+        if inventory == INVENTORY:
+            expected = run(cluster, out / "work")
+        else:
+            expected = converge(cluster, out / "work", inventory, args.extra)
     except (Failed, AssertionError) as exc:
         print("gitops-test: FAILED: %s" % exc, file=sys.stderr)
         return 1
     finally:
         try:
             final = flux_list(cluster)  # what the summary counts, and status.json holds
-            (OUT / "status.json").write_text(json.dumps({"items": final}, indent=1))
+            (out / "status.json").write_text(json.dumps({"items": final}, indent=1))
         except AssertionError as exc:
             print("gitops-test: could not read the Flux objects for status.json: %s" % exc, file=sys.stderr)
         if not args.keep:

@@ -14,8 +14,9 @@ description:
   - Reads the evidence for each GPU node and decides the driver owner for the cluster. Host evidence comes from
     O(hosts) (the facts that M(gpu_platform.cluster.gpu_host_facts) gathers on each GPU host). Cluster evidence is read
     when O(read_cluster=true) and is never written to. It covers the GPU nodes (by O(node_selector)) with their
-    C(nvidia.com/gpu.deploy.driver) and C(nvidia.com/cuda.driver.major) labels, the GPU Operator's driver pods, the
-    C(ClusterPolicy) driver settings and any C(NVIDIADriver) objects.
+    C(nvidia.com/gpu.deploy.driver) label and GPU Feature Discovery's driver version label
+    (C(nvidia.com/cuda.driver-version.major), or the deprecated C(nvidia.com/cuda.driver.major)), the GPU Operator's
+    driver pods, the C(ClusterPolicy) driver settings and any C(NVIDIADriver) objects.
   - A host driver and the operator's driver container are mutually exclusive. Running both leaves nodes NotReady
     (gpu-operator#188), and removing the operator later cannot restore a host's containerd configuration
     (container-toolkit#1328). Every conflict fails before anything is changed, with a message that names each node, what

@@ -12,7 +12,11 @@ container runtime; a driver the provider installed), which the node agents (``te
   InfiniBand ConnectX-7 NICs per node.
 * ``aks-nd-h100-v5-driver``: the same pool with AKS's driver (``--gpu-driver install``): the only evidence AKS
   leaves is on the host (the driver loaded, declared in the hardware); no label says so.
+* ``aks-nc-h100-v5``: an AKS system pool and a ``Standard_NC40ads_H100_v5`` pool (``--gpu-driver none``), AKS's
+  labels only: one H100 NVL per node and no InfiniBand NIC (the pool ``inventories/aks-no-rdma`` is for).
 * ``baremetal``: DGX-like A100 and H100 hosts (8 GPUs, 8 InfiniBand NICs) with kubelet's labels only.
+* ``baremetal-driver``: the same hosts as the host tier (``host_driver``, proven on podman hosts in
+  ``molecule/hosts``) leaves them: the pinned 580 branch loaded (declared); kubelet's labels only.
 * ``mixed`` (the default): bare nodes in the pools the collection's tests use: ``training`` (A100, MIG),
   ``inference`` (H100, time-slicing), ``dra`` (H100, no NIC).
 * ``labelled``: the ``mixed`` pools as NFD, GPU Feature Discovery and the device plugins would have left them
@@ -42,6 +46,8 @@ KUBELET_LABELS = ("kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/a
 GPUS = {
     "a100": ("NVIDIA-A100-SXM4-80GB", 81920, "ampere", "20b2", True, (8, 0)),
     "h100": ("NVIDIA-H100-80GB-HBM3", 81559, "hopper", "2330", True, (9, 0)),
+    # H100 NVL (Azure NC H100 v5): 95830 MiB as nvidia-smi reports it, PCI 0x2321 (pci.ids)
+    "h100-nvl": ("NVIDIA-H100-NVL", 95830, "hopper", "2321", True, (9, 0)),
 }
 # NICs: (PCI vendor, PCI device, model, link type). ConnectX-6 (HDR) in DGX A100, ConnectX-7 (NDR) in DGX H100 and
 # Azure ND H100 v5.
@@ -84,26 +90,36 @@ def _aks_labels(pool, mode, size, gpu):
     return labels
 
 
-def _aks(driver):
+def _aks(driver=False, series="nd"):
+    """An AKS system pool and one GPU pool: ``nd`` (``Standard_ND96isr_H100_v5``: 8 H100, 8 NDR InfiniBand NICs) or
+    ``nc`` (``Standard_NC40ads_H100_v5``: one H100 NVL, no InfiniBand NIC, accelerated networking only)."""
     aks_hw = dict(kernel=AKS_KERNEL, os_image="Ubuntu 22.04.5 LTS")
     # the driver packages ship nvidia-peermem (since R470): it loads once the NIC driver runs
     gpu_driver = {"version": "570.195.03", "installed_by": "aks", "open": True, "rdma": True} if driver else None
+    if series == "nc":
+        pool = ("aks-nch100-34567890-vmss%06d", _aks_labels("nch100", "user", "Standard_NC40ads_H100_v5", True),
+                hardware("h100-nvl", gpus=1, driver=gpu_driver, **aks_hw))
+    else:
+        pool = ("aks-ndh100-23456789-vmss%06d", _aks_labels("ndh100", "user", "Standard_ND96isr_H100_v5", True),
+                hardware("h100", nic="cx7-ib", nics=8, driver=gpu_driver, netdev="ib%d", **aks_hw))
     return {
         "system": ("aks-system-12345678-vmss000000", _aks_labels("system", "system", "Standard_D8ds_v5", False),
                    hardware(**aks_hw)),
         "first": 0,  # a scale set's instances count from 0
-        "gpu_pools": [("aks-ndh100-23456789-vmss%06d", _aks_labels("ndh100", "user", "Standard_ND96isr_H100_v5", True),
-                       hardware("h100", nic="cx7-ib", nics=8, driver=gpu_driver, netdev="ib%d", **aks_hw))],
+        "gpu_pools": [pool],
     }
 
 
-def _baremetal():
+def _baremetal(driver=False):
     host = dict(kernel="6.8.0-60-generic", os_version="24.04", os_image="Ubuntu 24.04.2 LTS",
                 runtime="containerd://1.7.27")
+    # what host_driver leaves on a host (inventories/baremetal: gpu_platform_driver_branch "580"), built without RDMA
+    # (the inventory's gpu_platform_gpudirect_rdma: false)
+    host_driver = {"version": "580.126.20", "installed_by": "host", "open": True} if driver else None
     return {
         "system": ("cpu-01", {}, hardware(**host)),
-        "gpu_pools": [("dgx-a100-%02d", {}, hardware("a100", nic="cx6-ib", nics=8, **host)),
-                      ("dgx-h100-%02d", {}, hardware("h100", nic="cx7-ib", nics=8, **host))],
+        "gpu_pools": [("dgx-a100-%02d", {}, hardware("a100", nic="cx6-ib", nics=8, driver=host_driver, **host)),
+                      ("dgx-h100-%02d", {}, hardware("h100", nic="cx7-ib", nics=8, driver=host_driver, **host))],
     }
 
 
@@ -131,9 +147,11 @@ def _labelled():
 
 
 PROFILES = {"aks-nd-h100-v5": lambda: _aks(False), "aks-nd-h100-v5-driver": lambda: _aks(True),
-            "baremetal": _baremetal, "mixed": _mixed, "labelled": _labelled}
+            "aks-nc-h100-v5": lambda: _aks(series="nc"), "baremetal": _baremetal,
+            "baremetal-driver": lambda: _baremetal(True), "mixed": _mixed, "labelled": _labelled}
 DEFAULT_PROFILE = "mixed"
-BARE_PROFILES = ("aks-nd-h100-v5", "aks-nd-h100-v5-driver", "baremetal", "mixed")
+BARE_PROFILES = ("aks-nd-h100-v5", "aks-nd-h100-v5-driver", "aks-nc-h100-v5", "baremetal", "baremetal-driver",
+                 "mixed")
 
 
 def profile_names():

@@ -8,6 +8,11 @@ SR-IOV device plugin stops the run in the network layer, naming the component an
 GPU Operator is installed; a MIG layout the MIG manager's ConfigMap lacks ends ``failed``, and ``mig_profile`` says so.
 The two orderings the bare pool broke are shown failing, then fixed: NFD must come with the Network Operator (the
 GPU Operator's comes too late for the NicClusterPolicy), and the peermem loader must run after the NIC driver.
+
+The other example inventories on the fleets they are written for: ``inventories/aks-no-rdma`` on an AKS
+``Standard_NC40ads_H100_v5`` pool (``aks-nc-h100-v5``: one H100 NVL, no InfiniBand), and ``inventories/baremetal`` on
+DGX-like hosts (``baremetal-driver``) with its host tier left out (``--limit k8s_api``: ``host_driver`` is proven on
+podman hosts in molecule/hosts); the profile declares the 580 driver that tier leaves on the hosts.
 """
 from __future__ import annotations
 
@@ -20,12 +25,14 @@ import pytest
 from kubernetes import config, dynamic
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
+from scripts.local_cluster.fleet import declared_hardware
 from tests.fakes.charts import helm_env
 from tests.local_cluster import ROOT, _session_cluster, cluster_command
 from tests.playbooks.conftest import PlayResult, site_env
 
 pytestmark = pytest.mark.slow
 NCCL_IMAGE = "registry.example.com/hpc/nccl-tests@sha256:" + "a" * 64  # pinned by digest, as inventories/aks asks
+AKS_ARGS = ("-e", "smoke_tests_nccl_image=" + NCCL_IMAGE)
 GPU_NODES = 2
 BARE_DOMAINS = ("nvidia.com/", "feature.node.kubernetes.io/")
 
@@ -58,17 +65,31 @@ def aks_fault_cluster():
     yield from _profile_cluster("aks-nd-h100-v5", "test-cluster-aks-fault")
 
 
-class Aks:
-    def __init__(self, cluster, tmp_path):
-        self.cluster = cluster
+@pytest.fixture(scope="module")
+def aks_nc_cluster():
+    """An AKS NC H100 v5 pool (one H100 NVL, no InfiniBand), bare: what inventories/aks-no-rdma is for."""
+    yield from _profile_cluster("aks-nc-h100-v5", "test-cluster-aks-nc")
+
+
+@pytest.fixture(scope="module")
+def baremetal_cluster():
+    """DGX-like hosts with the driver inventories/baremetal's host tier installs, otherwise bare."""
+    yield from _profile_cluster("baremetal-driver", "test-cluster-baremetal")
+
+
+class BareFleet:
+    """An example inventory (``inventories/<inventory>``, with ``args``) run on a bare-fleet cluster."""
+
+    def __init__(self, cluster, tmp_path, inventory="aks", args=AKS_ARGS):
+        self.cluster, self.inventory, self.args = cluster, inventory, args
         self.env = dict(site_env(helm_env(tmp_path / "helm-env")), CLUSTER_DIR=str(cluster.dir))
         self.dyn = dynamic.DynamicClient(config.new_client_from_config(config_file=cluster.kubeconfig))
 
     def run(self, *extra, playbook="site.yml"):
         connection = "@%s" % (self.cluster.dir / "connection.yml")
         command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
-                   str(ROOT / "inventories" / "aks"), str(ROOT / playbook), "-e", connection,
-                   "-e", "smoke_tests_nccl_image=" + NCCL_IMAGE, *extra]
+                   str(ROOT / "inventories" / self.inventory), str(ROOT / playbook), "-e", connection,
+                   *self.args, *extra]
         proc = subprocess.run(command, env=self.env, capture_output=True, text=True, cwd=str(ROOT), check=False,
                               timeout=1200)
         return PlayResult(proc)
@@ -81,25 +102,37 @@ class Aks:
             return None
 
     def gpu_nodes(self):
+        """The nodes whose declared hardware has GPUs."""
+        return [n for n in self.get("v1", "Node")["items"] if (declared_hardware(n) or {}).get("gpus")]
+
+    def assert_bare(self):
+        """Every node as its provider hands it over: no NFD or GPU label, no GPU or RDMA allocatable."""
         nodes = self.get("v1", "Node")["items"]
-        return [n for n in nodes if n["metadata"]["labels"].get("kubernetes.azure.com/accelerator") == "nvidia"]
+        assert len(nodes) == GPU_NODES + 1
+        for node in nodes:
+            name, labels = node["metadata"]["name"], node["metadata"]["labels"]
+            assert [k for k in labels if k.startswith(BARE_DOMAINS)] == [], name
+            allocatable = node["status"]["allocatable"]
+            assert [k for k in allocatable if k.startswith(("nvidia.com/", "rdma/"))] == [], name
+        assert len(self.gpu_nodes()) == GPU_NODES
+
+    @staticmethod
+    def summary(result):
+        """The platform summary's lines of one run."""
+        return "\n".join(json.dumps(res.get("msg")) for task, res in result.tasks()
+                         if task.endswith("What was written and which versions are pinned"))
 
 
 def test_the_aks_pool_starts_bare(aks_cluster, tmp_path):
-    aks = Aks(aks_cluster, tmp_path)
-    nodes = aks.get("v1", "Node")["items"]
-    assert len(nodes) == GPU_NODES + 1
-    for node in nodes:
-        name, labels = node["metadata"]["name"], node["metadata"]["labels"]
-        assert [k for k in labels if k.startswith(BARE_DOMAINS)] == [], name
-        allocatable = node["status"]["allocatable"]
-        assert [k for k in allocatable if k.startswith(("nvidia.com/", "rdma/"))] == [], name
-    assert len(aks.gpu_nodes()) == GPU_NODES
+    aks = BareFleet(aks_cluster, tmp_path)
+    aks.assert_bare()
+    for node in aks.gpu_nodes():
+        assert node["metadata"]["labels"]["kubernetes.azure.com/accelerator"] == "nvidia"
     assert aks.gpu_nodes()[0]["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "Standard_ND96isr_H100_v5"
 
 
 def test_site_converges_from_the_bare_pool_to_a_passing_rdma_proof(aks_cluster, tmp_path):
-    aks = Aks(aks_cluster, tmp_path)
+    aks = BareFleet(aks_cluster, tmp_path)
     first = aks.run()
     assert first.rc == 0, first.failure_messages() or first.stderr[-3000:]
     for node in aks.gpu_nodes():
@@ -108,9 +141,7 @@ def test_site_converges_from_the_bare_pool_to_a_passing_rdma_proof(aks_cluster, 
         assert labels.get("nvidia.com/gpu.product") == "NVIDIA-H100-80GB-HBM3", name
         assert node["status"]["allocatable"].get("nvidia.com/gpu") == "8", name
         assert node["status"]["allocatable"].get("rdma/ib") == "8", name
-    summary = "\n".join(json.dumps(res.get("msg")) for task, res in first.tasks()
-                        if task.endswith("What was written and which versions are pinned"))
-    assert "Smoke tests passed for gpu_operator, scheduling and network_operator" in summary
+    assert "Smoke tests passed for gpu_operator, scheduling and network_operator" in aks.summary(first)
     policy = aks.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
     assert policy["spec"]["driver"]["rdma"]["enabled"] is True  # the operator's driver loads peermem
     second = aks.run()
@@ -121,7 +152,7 @@ def test_site_converges_from_the_bare_pool_to_a_passing_rdma_proof(aks_cluster, 
 def test_a_layout_the_mig_config_map_lacks_fails_naming_the_node(aks_cluster, tmp_path):
     """The MIG manager reads its ConfigMap (the ClusterPolicy's migManager.config.name): a layout missing there ends
     ``failed`` on the node, and mig_profile stops naming the node and the state."""
-    aks = Aks(aks_cluster, tmp_path)
+    aks = BareFleet(aks_cluster, tmp_path)
     namespace = "gpu-operator"
     aks.dyn.resources.get(api_version="v1", kind="ConfigMap").create(namespace=namespace, body={
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "partial-mig-parted-config"},
@@ -151,7 +182,7 @@ def test_nfd_with_the_gpu_operator_is_refused_before_any_write_and_shown_to_hang
     """The ordering the bare pool broke: with NFD in the GPU Operator (installed after the Network Operator), the
     NicClusterPolicy's components have no node to run on. site.yml now refuses it before any write; the network
     layer run alone (no preflight) shows what it prevents."""
-    aks = Aks(aks_fault_cluster, tmp_path)
+    aks = BareFleet(aks_fault_cluster, tmp_path)
     refused = aks.run("-e", "gpu_platform_nfd_in_gpu_operator=true")
     assert refused.rc != 0
     message = " ".join(refused.failure_messages())
@@ -165,7 +196,7 @@ def test_nfd_with_the_gpu_operator_is_refused_before_any_write_and_shown_to_hang
 
 
 def test_a_stuck_sriov_device_plugin_stops_site_in_the_network_layer(aks_fault_cluster, tmp_path):
-    aks = Aks(aks_fault_cluster, tmp_path)
+    aks = BareFleet(aks_fault_cluster, tmp_path)
     node = aks.gpu_nodes()[0]["metadata"]["name"]
     proc = cluster_command("fault", "sriov-device-plugin:stuck:" + node, env=aks_fault_cluster.env())
     assert proc.returncode == 0, proc.stderr
@@ -182,7 +213,7 @@ def test_a_stuck_sriov_device_plugin_stops_site_in_the_network_layer(aks_fault_c
 def test_the_peermem_loader_runs_after_the_nic_driver_on_the_pool_with_aks_driver(aks_driver_cluster, tmp_path):
     """The loader DaemonSet needs NFD's labels and the DOCA driver, both from the Network Operator: run before it (as
     site.yml did), it finds no GPU node; site.yml runs it after the network layer and converges."""
-    aks = Aks(aks_driver_cluster, tmp_path)
+    aks = BareFleet(aks_driver_cluster, tmp_path)
     driver = ("-e", "gpu_platform_cloud_driver=present", "-e", "gpu_platform_driver_mode=auto")
     old_order = tmp_path / "old-order.yml"  # the driver decision, then peermem before the network layer
     old_order.write_text("- import_playbook: %s/playbooks/driver_mode.yml\n- import_playbook: %s/playbooks/peermem.yml\n"
@@ -197,3 +228,60 @@ def test_the_peermem_loader_runs_after_the_nic_driver_on_the_pool_with_aks_drive
     assert loader["status"]["numberReady"] == GPU_NODES
     policy = aks.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
     assert policy["spec"]["driver"]["enabled"] is False  # AKS's driver stays the owner
+
+
+def test_aks_no_rdma_converges_from_the_bare_nc_pool(aks_nc_cluster, tmp_path):
+    """inventories/aks-no-rdma as it is, on the pool it names: the GPU Operator's driver, no network layer, each
+    node's one H100 NVL labelled and allocatable, the smoke tests passing; the second run changes nothing."""
+    fleet = BareFleet(aks_nc_cluster, tmp_path, inventory="aks-no-rdma", args=())
+    fleet.assert_bare()
+    for node in fleet.gpu_nodes():
+        labels = node["metadata"]["labels"]
+        assert labels["node.kubernetes.io/instance-type"] == "Standard_NC40ads_H100_v5"
+        assert labels["kubernetes.azure.com/accelerator"] == "nvidia"
+        assert declared_hardware(node)["nics"] is None and declared_hardware(node)["driver"] is None
+    first = fleet.run()
+    assert first.rc == 0, first.failure_messages() or first.stderr[-3000:]
+    for node in fleet.gpu_nodes():
+        name, labels = node["metadata"]["name"], node["metadata"]["labels"]
+        assert labels.get("nvidia.com/gpu.product") == "NVIDIA-H100-NVL", name
+        assert node["status"]["allocatable"].get("nvidia.com/gpu") == "1", name
+        assert [k for k in node["status"]["allocatable"] if k.startswith("rdma/")] == [], name
+    assert "Smoke tests passed for gpu_operator and scheduling." in fleet.summary(first)
+    policy = fleet.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
+    assert policy["spec"]["driver"]["enabled"] is True and policy["spec"]["driver"]["rdma"]["enabled"] is False
+    assert fleet.get("v1", "Namespace", "nvidia-network-operator") is None  # gpu_platform_network_mode: none
+    second = fleet.run()
+    assert second.rc == 0, second.failure_messages()
+    assert second.changed == 0, second.changed_tasks()
+
+
+def test_baremetal_converges_with_the_hosts_driver_and_keeps_it_on_the_second_run(baremetal_cluster, tmp_path):
+    """inventories/baremetal without its host tier (``--limit k8s_api``): the hosts own the driver, the GPU Operator
+    gets driver.enabled=false. The second run decides again from the cluster, where the GPU nodes now show GFD's
+    driver labels and no operator driver pod: a host driver, so host mode stands (it was refused, "no NVIDIA driver
+    found", while the fake's GFD wrote only the new label names and gpu_driver_mode read only the old one)."""
+    fleet = BareFleet(baremetal_cluster, tmp_path, inventory="baremetal", args=("--limit", "k8s_api"))
+    fleet.assert_bare()
+    assert {declared_hardware(n)["driver"]["installed_by"] for n in fleet.gpu_nodes()} == {"host"}
+    first = fleet.run()
+    assert first.rc == 0, first.failure_messages() or first.stderr[-3000:]
+    products = set()
+    for node in fleet.gpu_nodes():
+        name, labels = node["metadata"]["name"], node["metadata"]["labels"]
+        products.add(labels.get("nvidia.com/gpu.product"))
+        assert labels.get("nvidia.com/cuda.driver-version.major") == "580", name
+        assert labels.get("nvidia.com/mig.strategy") == "mixed", name
+        assert node["status"]["allocatable"].get("nvidia.com/gpu") == "8", name
+    assert products == {"NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"}
+    assert "Smoke tests passed for gpu_operator and scheduling." in fleet.summary(first)
+    policy = fleet.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
+    assert policy["spec"]["driver"]["enabled"] is False  # the hosts own it
+    second = fleet.run()
+    assert second.rc == 0, second.failure_messages()
+    assert second.changed == 0, second.changed_tasks()
+    decided = second.result("Decide who owns the NVIDIA driver (a conflict fails here, naming each node, before "
+                            "any change)")
+    assert decided["owner"] == "host"
+    assert {n["name"]: n["host_driver"] for n in decided["nodes"]} == {
+        n["metadata"]["name"]: True for n in fleet.gpu_nodes()}

@@ -30,7 +30,8 @@ SMI_ROW = """\
 | N/A   31C    P0             70W /  700W |       1MiB / {memory:>6}MiB |      0%      Default |
 +-----------------------------------------+------------------------+----------------------+
 """
-SMI_NAMES = {"NVIDIA-A100-SXM4-80GB": "NVIDIA A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3": "NVIDIA H100 80GB HBM3"}
+SMI_NAMES = {"NVIDIA-A100-SXM4-80GB": "NVIDIA A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3": "NVIDIA H100 80GB HBM3",
+             "NVIDIA-H100-NVL": "NVIDIA H100 NVL"}
 NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
              "NVIDIA driver is installed and running.\n")
 

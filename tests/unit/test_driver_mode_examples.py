@@ -43,6 +43,24 @@ def test_nvidia_smi_alone_counts_as_a_host_driver():
     assert "gpu-a: nvidia-smi at %s" % SMI in info.value.msg
 
 
+@pytest.mark.parametrize("labels, named", [
+    ({"nvidia.com/cuda.driver-version.major": "580"}, "nvidia.com/cuda.driver-version.major=580"),
+    ({"nvidia.com/cuda.driver.major": "580"}, "nvidia.com/cuda.driver.major=580"),
+    ({"nvidia.com/cuda.driver-version.major": "580", "nvidia.com/cuda.driver.major": "580"},
+     "nvidia.com/cuda.driver-version.major=580"),
+])
+def test_gfd_driver_labels_current_or_deprecated_show_a_host_driver_the_inventory_does_not_manage(labels, named):
+    """GFD writes its driver version under the current names and, deprecated, the old ones: a node whose hosts are
+    not in gpu_hosts (bare metal set up elsewhere) with either label and no operator driver pod has a working host
+    driver, so host mode accepts it (and operator mode refuses it, naming the label)."""
+    node = {"name": "dgx-a100-01", "host": None, "labels": dict(labels, **{"nvidia.com/gpu.present": "true"}),
+            "driver_pods": []}
+    assert driver_mode.decide("host", [node])["owner"] == "host"
+    with pytest.raises(Refusal) as info:
+        driver_mode.decide("operator", [node])
+    assert "dgx-a100-01: label %s with no operator driver pod" % named in info.value.msg
+
+
 def test_every_driver_pod_is_named_in_sorted_order():
     node = {"name": "gpu-a", "host": facts("packages", False), "labels": {},
             "driver_pods": ["gpu-operator/nvidia-gpu-driver-ubuntu22.04-x", "gpu-operator/nvidia-driver-daemonset-y"]}

@@ -23,7 +23,9 @@ CLOUD_DRIVER = ("unknown", "present", "absent")
 # Node labels read as evidence (GPU Operator / GPU Feature Discovery).
 GPU_PRESENT = "nvidia.com/gpu.present"
 DEPLOY_DRIVER = "nvidia.com/gpu.deploy.driver"
-CUDA_DRIVER_MAJOR = "nvidia.com/cuda.driver.major"
+# GFD's driver version label: the current name, then the deprecated one GFD still writes beside it (k8s-device-plugin
+# internal/lm/nvml.go); either one says a driver works on the node.
+CUDA_DRIVER_MAJOR = ("nvidia.com/cuda.driver-version.major", "nvidia.com/cuda.driver.major")
 # Label selectors of the operator's driver pods: the ClusterPolicy DaemonSet, and the
 # NVIDIADriver CRD path's DaemonSets.
 DRIVER_POD_SELECTORS = ("app=nvidia-driver-daemonset", "app.kubernetes.io/component=nvidia-driver")
@@ -104,9 +106,10 @@ def classify(node, cloud_driver="unknown"):
     host_found = host_driver_findings(host)
     if labels.get(DEPLOY_DRIVER) == "pre-installed":
         host_found.append("label %s=pre-installed (the GPU Operator found a host driver)" % DEPLOY_DRIVER)
-    if labels.get(CUDA_DRIVER_MAJOR) and not pods and not host_found:
+    gfd_driver = next((name for name in CUDA_DRIVER_MAJOR if labels.get(name)), None)
+    if gfd_driver and not pods and not host_found:
         host_found.append("label %s=%s with no operator driver pod (a working driver the operator did not "
-                          "install)" % (CUDA_DRIVER_MAJOR, labels[CUDA_DRIVER_MAJOR]))
+                          "install)" % (gfd_driver, labels[gfd_driver]))
     if cloud_driver == "present":
         host_found.append("the cloud node image ships the driver (cloud_driver=present)")
     operator_found = ["operator driver pod %s" % pod for pod in pods]
