@@ -155,8 +155,8 @@ molecule-kind: setup
 # each step beside it uses a cluster of its own (or none). The lane's output is printed when it ends, and a failure in
 # either lane fails the run after both have ended. molecule-cluster is not in it: its converge, idempotence and check
 # are the ones pytest-cluster runs on the same inventory, and pytest-cluster runs its verify.yml too.
-TEST_STEPS := setup system-deps cluster-build flux-build
-TEST_STEPS_BESIDE := lint sanity pytest-fast gitops-test demo checkov package ee-introspect
+TEST_STEPS := setup system-deps cluster-build flux-build operators-build
+TEST_STEPS_BESIDE := lint sanity pytest-fast gitops-test gitops-test-aks demo checkov package ee-introspect
 TEST_LANE := pytest-cluster molecule-hosts
 TIMED = t0=$$(date +%s); rc=0; $(MAKE) --no-print-directory $$step || rc=$$?; \
 	  printf '%-18s %5ds%s\n' "$$step" $$(( $$(date +%s) - t0 )) "$$suffix" >> $(BUILD)/test-times.txt
@@ -187,6 +187,16 @@ cluster-build: venv
 # own, keyed by their go.mod/go.sum only: `up --gitops` (and tests/cluster/test_flux.py) run them.
 flux-build: venv
 	cd $(ROOT) && $(LOCAL_CLUSTER) build --gitops
+
+# The operators (GPU Operator, Network Operator, Kueue, Volcano, KAI Scheduler, the DRA driver's controller) built
+# from their pinned upstream sources (../shared/upstream/src; Kueue from the Go module proxy), each with its real chart
+# packaged, one cache entry per operator keyed by its source's sha256 (scripts/local_cluster/operators.py).
+# OPERATORS names those to build (default: the ones the local cluster runs, scripts/local_cluster DEFAULT_OPERATORS);
+# OPERATORS=all builds every one.
+OPERATORS ?= gpu-operator
+.PHONY: operators-build
+operators-build: venv tools
+	cd $(ROOT) && $(LOCAL_CLUSTER) build --operators $(filter-out all,$(OPERATORS))
 
 cluster-up-gitops: setup cluster-build flux-build
 	cd $(ROOT) && $(LOCAL_CLUSTER) up --gitops

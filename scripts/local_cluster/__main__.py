@@ -2,7 +2,8 @@
 
 Settings (environment): ``CLUSTER_DIR`` (state, default ``build/cluster``), ``CLUSTER_PROFILE`` (the fleet:
 ``fleet.PROFILES``, default ``mixed``), ``CLUSTER_GPU_NODES`` (default 4), ``CLUSTER_BARE=1`` (``up --bare``),
-``CLUSTER_GITOPS=1`` (``build --gitops``, ``up --gitops``: the Flux controllers and a git server too),
+``CLUSTER_GITOPS=1`` (``build --gitops``, ``up --gitops``: the Flux controllers and a git server too;
+``build --operators [NAME...]``: the operators from their pinned sources, with their charts),
 ``CLUSTER_PORT_<COMPONENT>`` (a fixed port instead of a free one), ``CLUSTER_START_TIMEOUT`` (seconds per component, default 120), ``GPU_PLATFORM_CACHE``.
 """
 
@@ -23,6 +24,7 @@ from .build import FLUX, ROOT, ensure_built, pins
 from .components import control_plane, platform_services
 from .fleet import DEFAULT_PROFILE, fleet, profile_names, write_kwok_config
 from .gitops import PORT_NAMES as GITOPS_PORT_NAMES, install_crds, start_gitops
+from .operators import ENTRIES
 from .pki import Pki
 from .processes import State, alive, dead, env_name, pick_ports, start, stop, tail, tls_context
 
@@ -122,14 +124,30 @@ def _crd_path(relative):
     return path
 
 
-def _package_charts(target):
+def _real_charts(builds):
+    """{(chart name, version): packaged chart} of the operators built from their pinned sources."""
+    import json
+    charts = {}
+    for bindir in builds.values():
+        for name, chart in (json.loads((bindir / "manifest.json").read_text()).get("charts") or {}).items():
+            charts[(name, str(chart["version"]))] = bindir / chart["file"]
+    return charts
+
+
+def _package_charts(target, builds=None):
     """Package each fixture chart at its pinned version with its upstream CRDs in crds/, anew at every start
-    (a chart or CRD that changed since the last start is served as it is now)."""
+    (a chart or CRD that changed since the last start is served as it is now); a chart an operator's build
+    packaged from its pinned source (``builds``) is served instead of the fixture."""
     from tests.fakes.charts import FIXTURE_CHARTS_DIR, package_chart, pinned_charts
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
+    real = _real_charts(builds or {})
+    for tgz in real.values():
+        shutil.copyfile(tgz, target / tgz.name)
     for name, version in pinned_charts() + NEXT_CHARTS:
+        if (name, version) in real:
+            continue
         with tempfile.TemporaryDirectory(prefix="chart-") as scratch:
             source = Path(scratch) / name
             shutil.copytree(FIXTURE_CHARTS_DIR / name, source)
@@ -179,6 +197,25 @@ def _running(state, data):
                        "then `make cluster-up`." % (state.dir, "\n".join(lines)))
 
 
+# The operators whose own process runs on the local cluster unless CLUSTER_OPERATORS says otherwise; the others are
+# still played by the simulated controllers (tests/fakes/live_controllers.py).
+DEFAULT_OPERATORS = ("gpu-operator",)
+
+
+def _real_operators():
+    """The operators whose real process runs (``CLUSTER_OPERATORS``: names, comma-separated, ``DEFAULT_OPERATORS``
+    when unset; ``none`` for the simulated controllers alone)."""
+    text = os.environ.get("CLUSTER_OPERATORS")
+    if text is None:
+        return list(DEFAULT_OPERATORS)
+    names = [] if text.strip() in ("", "none") else [n.strip() for n in text.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(ENTRIES))
+    if unknown:
+        raise ClusterError("CLUSTER_OPERATORS: no operator named %s: choose from %s, or none"
+                           % (", ".join(unknown), ", ".join(ENTRIES)))
+    return names
+
+
 def up(args):
     started = time.monotonic()
     state = state_dir()
@@ -191,6 +228,7 @@ def up(args):
         return 0
     binaries = ensure_built()
     flux = ensure_built(entry=FLUX) if args.gitops else None
+    builds = {name: ensure_built(entry=ENTRIES[name]) for name in _real_operators()}
     count = _int_env("CLUSTER_GPU_NODES", 4)
     profile = os.environ.get("CLUSTER_PROFILE") or DEFAULT_PROFILE
     if profile not in profile_names():
@@ -207,10 +245,12 @@ def up(args):
     for client in ("controller-manager", "scheduler", "kwok"):
         pki.kubeconfig(state.dir / ("%s.kubeconfig" % client), server, client=client, embed=False)
     configs = write_kwok_config(state.dir, sorted((binaries / "stages").glob("*.yaml")))
-    _package_charts(state.dir / "charts")
+    _package_charts(state.dir / "charts", builds)
+    if (state.dir / "operators").exists():  # the last run's processes' tokens and logs
+        shutil.rmtree(state.dir / "operators")
     write_connection(state, ports)
     data = {"components": {}, "ports": ports, "binaries": str(binaries), "pins": pins(), "gpu_nodes": count,
-            "profile": profile}
+            "profile": profile, "operators": {name: str(path) for name, path in builds.items()}}
     try:
         for component in control_plane(binaries, state, pki, ports):
             if component.name == "kwok":
@@ -224,7 +264,7 @@ def up(args):
         nodes = add_fleet(api, count, timeout, profile)
         # what the cluster already runs outside the platform (the Prometheus Operator's CRDs)
         install_crds(api, [_crd_path(relative) for relative in PRESENT_CRDS], timeout, "Prometheus Operator")
-        for component in ([] if args.bare else platform_services(state, ports)):
+        for component in ([] if args.bare else platform_services(state, ports, builds)):
             data["components"][component.name] = start(component, state, pki, timeout)
             state.save(data)
         if args.gitops:
@@ -306,9 +346,15 @@ def fault(args):
 
 
 def build(args):
+    unknown = sorted(set(args.operators or ()) - set(ENTRIES))
+    if unknown:
+        raise ClusterError("no operator named %s: choose from %s" % (", ".join(unknown), ", ".join(ENTRIES)))
     print(ensure_built())
     if args.gitops:
         print(ensure_built(entry=FLUX))
+    if args.operators is not None:
+        for name in args.operators or ENTRIES:  # one at a time: each build uses every core
+            print(ensure_built(entry=ENTRIES[name]))
     return 0
 
 
@@ -321,6 +367,9 @@ def main(argv=None):
                                                      "directory")
     build_parser.add_argument("--gitops", action="store_true", default=gitops,
                               help="the Flux controllers too, in their own cache entry (also CLUSTER_GITOPS=1)")
+    build_parser.add_argument("--operators", nargs="*", metavar="NAME",
+                              help="the operators too, from their pinned upstream sources, each in a cache entry of "
+                                   "its own: all of them, or those named (scripts/local_cluster/operators.py)")
     up_parser = commands.add_parser("up", help="start the cluster (a no-op when it runs)")
     up_parser.add_argument("--bare", action="store_true", default=os.environ.get("CLUSTER_BARE") == "1",
                            help="only the control plane and the fleet: no chart repository, no simulated operators "

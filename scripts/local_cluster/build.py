@@ -1,14 +1,17 @@
-"""Build (or reuse) the control plane, KWOK and Flux binaries, cached outside the checkout by their pins.
+"""Build (or reuse) the control plane, KWOK, Flux and operator binaries, cached outside the checkout by their pins.
 
-Two cache entries, each built and keyed on its own, so changing one's pins never rebuilds the other:
+Cache entries, each built and keyed on its own, so changing one's pins never rebuilds another:
 
 * ``CLUSTER``: the multi-call control plane binary (``tools/cluster``) and KWOK (``tools/kwok``), with
   KWOK's stages, in ``<cache>/bin/<key>/``;
 * ``FLUX``: source-controller, kustomize-controller and helm-controller (``tools/flux/<controller>``),
-  with their CRDs, in ``<cache>/bin/flux-<key>/``.
+  with their CRDs, in ``<cache>/bin/flux-<key>/``;
+* one per operator the platform installs (``operators.ENTRIES``), built from the pinned upstream source
+  with its chart packaged, in ``<cache>/bin/<operator>-<key>/``.
 
 An entry's key is a hash of everything that decides its binaries: its Go modules' go.mod, go.sum and
-sources, the Go toolchain's version and the entry's build format. Its ``manifest.json`` records the
+sources (or, for an operator, its source archive's sha256 or its module version), the Go toolchain's
+version and the entry's build format. Its ``manifest.json`` records the
 pins and each file's sha256, so an entry that was tampered with or half-written is noticed (and
 rebuilt) rather than used. The Go module and build caches sit beside them, so a cold build is
 ``rm -rf <cache>``.
@@ -76,13 +79,16 @@ def _go_version(go):
 
 
 def cache_key(go="go", entry=None):
-    """The entry's key (the control plane's by default): its modules' go.mod, go.sum and sources, Go, format."""
+    """The entry's key (the control plane's by default): its modules' go.mod, go.sum and sources (and its other
+    ``inputs``: an operator's source archive), Go, format."""
     entry = entry or CLUSTER
     digest = hashlib.sha256()
     digest.update(("format %s\n%s\n" % (entry.format, _go_version(go))).encode())
     for module in entry.modules:
         for path in sorted(p for p in module.rglob("*") if p.is_file() and p.suffix in (".go", ".mod", ".sum")):
             digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for line in entry.inputs() if entry.inputs else ():
+        digest.update(line.encode() + b"\n")
     return entry.prefix + digest.hexdigest()[:16]
 
 
@@ -91,7 +97,8 @@ def _sha256(path):
         return hashlib.sha256(handle.read()).hexdigest()
 
 
-def _go_env():
+def go_env():
+    """The environment every build runs Go in: the cache's module and build caches, no cgo."""
     root = cache_root()
     env = dict(os.environ)
     env.update({"GOMODCACHE": str(root / "go" / "mod"), "GOCACHE": str(root / "go" / "build"),
@@ -111,11 +118,12 @@ def _ldflags(versions):
     return " ".join(flags)
 
 
-def _run_build(command, cwd, log, what):
+def run_build(command, cwd, log, what):
+    """Run a command of a build, its output appended to ``log``; a failure is a ClusterError naming ``what``."""
     with open(log, "a") as out:
         out.write("$ %s  (in %s)\n" % (" ".join(command), cwd))
         out.flush()
-        proc = subprocess.run(command, cwd=cwd, env=_go_env(), stdout=out, stderr=subprocess.STDOUT, check=False)
+        proc = subprocess.run(command, cwd=cwd, env=go_env(), stdout=out, stderr=subprocess.STDOUT, check=False)
     if proc.returncode != 0:
         tail = Path(log).read_text().splitlines()[-25:]
         raise ClusterError("building %s failed (go build exit %d). Last lines:\n  %s\nFull log: %s\n"
@@ -134,7 +142,7 @@ KWOK_STAGES = ("kustomize/stage/node/fast/node-initialize.yaml",
 
 def module_dir(go, cwd, module):
     """Where the Go module cache holds ``module`` at the version the module in ``cwd`` pins."""
-    proc = subprocess.run([go, "list", "-m", "-f", "{{.Dir}}", module], cwd=cwd, env=_go_env(),
+    proc = subprocess.run([go, "list", "-m", "-f", "{{.Dir}}", module], cwd=cwd, env=go_env(),
                           capture_output=True, text=True, check=False)
     source = Path(proc.stdout.strip())
     if proc.returncode != 0 or not proc.stdout.strip() or not source.is_dir():
@@ -163,9 +171,9 @@ def _copy_flux_crds(go, target):
 
 
 def _build_cluster(go, versions, staging, build_log):
-    _run_build([go, "build", "-trimpath", "-ldflags", _ldflags(versions), "-o", str(staging / "gpcluster"),
+    run_build([go, "build", "-trimpath", "-ldflags", _ldflags(versions), "-o", str(staging / "gpcluster"),
                 "./cmd/gpcluster"], CLUSTER_MODULE, build_log, "the control plane (tools/cluster)")
-    _run_build([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / "kwok"), "sigs.k8s.io/kwok/cmd/kwok"],
+    run_build([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / "kwok"), "sigs.k8s.io/kwok/cmd/kwok"],
                KWOK_MODULE, build_log, "kwok (tools/kwok)")
     for component in COMPONENTS:
         os.symlink("gpcluster", staging / component)
@@ -174,7 +182,7 @@ def _build_cluster(go, versions, staging, build_log):
 
 def _build_flux(go, versions, staging, build_log):
     for name in FLUX_CONTROLLERS:
-        _run_build([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / name), "github.com/fluxcd/" + name],
+        run_build([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / name), "github.com/fluxcd/" + name],
                    FLUX_DIR / name, build_log, "%s %s (tools/flux/%s)" % (name, versions[name], name))
     _copy_flux_crds(go, staging / "crds")
 
@@ -191,7 +199,9 @@ class Entry:
     what: str  # for the user: %-formatted with the pins
     cold: str  # how long a cold build takes, for the user
     pins: Callable[[], dict]
-    build: Callable  # (go, versions, staging directory, build log)
+    build: Callable  # (go, versions, staging directory, build log) -> None, or more fields for manifest.json
+    inputs: Callable[[], list] | None = None  # more lines the key hashes (an operator's source archive and sha256)
+    make: str = "cluster-build"  # the make target that builds it, for the user
 
 
 CLUSTER = Entry("cluster", (CLUSTER_MODULE, KWOK_MODULE), ("gpcluster", "kwok"), "", BUILD_FORMAT,
@@ -199,7 +209,7 @@ CLUSTER = Entry("cluster", (CLUSTER_MODULE, KWOK_MODULE), ("gpcluster", "kwok"),
                 "tens of minutes on 2 cores", pins, _build_cluster)
 FLUX = Entry("flux", tuple(FLUX_DIR / name for name in FLUX_CONTROLLERS), FLUX_CONTROLLERS, "flux-", "1",
              "the Flux controllers (" + ", ".join("%s %%(%s)s" % (name, name) for name in FLUX_CONTROLLERS) + ")",
-             "minutes on 2 cores", flux_pins, _build_flux)
+             "minutes on 2 cores", flux_pins, _build_flux, make="flux-build")
 
 
 def check_cache(bindir, entry=None):
@@ -231,12 +241,13 @@ def _recorded_files(staging):
 
 def ensure_built(go=None, log=print, entry=None):
     """Return the directory of ``entry``'s build (the control plane's: gpcluster, its component links, kwok and
-    its stages; ``FLUX``'s: the three controllers and crds/); build it when the cache has none."""
+    its stages; ``FLUX``'s: the three controllers and crds/; an operator's: its binaries, image/ and charts/);
+    build it when the cache has none."""
     entry = entry or CLUSTER
     go = go or os.environ.get("GO", "go")
     if shutil.which(go) is None and not os.path.exists(go):
         raise ClusterError("the Go toolchain is not installed ('%s' not found): install Go 1.26 or newer "
-                           "(or set GO=/path/to/go), then run make cluster-build again" % go)
+                           "(or set GO=/path/to/go), then run make %s again" % (go, entry.make))
     versions = entry.pins()
     key = cache_key(go, entry)
     bindir = cache_root() / "bin" / key
@@ -252,14 +263,14 @@ def ensure_built(go=None, log=print, entry=None):
     build_log.write_text("")
     started = time.monotonic()
     try:
-        entry.build(go, versions, staging, build_log)
+        more = entry.build(go, versions, staging, build_log) or {}
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     seconds = round(time.monotonic() - started, 1)
-    (staging / "manifest.json").write_text(json.dumps({
+    (staging / "manifest.json").write_text(json.dumps(dict(more, **{
         "pins": versions, "go": _go_version(go), "key": key, "build_seconds": seconds,
-        "sha256": {name: _sha256(staging / name) for name in _recorded_files(staging)}}, indent=1, sort_keys=True))
+        "sha256": {name: _sha256(staging / name) for name in _recorded_files(staging)}}), indent=1, sort_keys=True))
     if bindir.exists():
         shutil.rmtree(bindir)
     os.replace(staging, bindir)  # complete or absent: never a half-written cache entry

@@ -99,17 +99,20 @@ def control_plane(binaries, state, pki, ports):
     ]
 
 
-def platform_services(state, ports):
+def platform_services(state, ports, builds=None):
     """What the platform's own controllers and charts would be on a real cluster, played on loopback:
-    the chart repository serving the test charts and the simulated operators (tests/fakes/live.py)."""
+    the chart repository serving the test charts and the simulated operators (tests/fakes/live.py), which also runs
+    the real process of each operator in ``builds`` ({name: build directory}) for its pod."""
     python = sys.executable
+    real = ",".join("%s=%s" % (name, path) for name, path in sorted((builds or {}).items()))
     return [
         Component("chart-repo", [python, "-m", "tests.fakes.chart_repo", "--serve", str(state.dir / "charts"),
                                  "--port", str(ports["chart-repo"])],
                   "http://127.0.0.1:%d/index.yaml" % ports["chart-repo"], env={"PYTHONPATH": str(ROOT)}),
         Component("operators", [python, "-m", "tests.fakes.live", "--kubeconfig", str(state.kubeconfig),
                                 "--logs-dir", str(state.dir / "pod-logs"),
-                                "--health-port", str(ports["operators"])],
+                                "--health-port", str(ports["operators"]), "--operator-builds", real,
+                                "--operator-dir", str(state.dir / "operators")],
                   "http://127.0.0.1:%d/healthz" % ports["operators"], env={"PYTHONPATH": str(ROOT)}),
     ]
 

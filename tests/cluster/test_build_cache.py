@@ -93,7 +93,7 @@ def test_a_stale_cache_entry_is_reported_and_rebuilt(tmp_path, monkeypatch):
     _entry(tmp_path / "x").rename(bindir)
     (bindir / "gpcluster").write_bytes(b"truncated")
     said, built = [], []
-    monkeypatch.setattr(build, "_run_build", lambda command, cwd, log, what: built.append(what) or
+    monkeypatch.setattr(build, "run_build", lambda command, cwd, log, what: built.append(what) or
                         open(command[command.index("-o") + 1], "wb").close())
     monkeypatch.setattr(build, "_copy_kwok_stages", lambda go, target: target.mkdir())
     result = build.ensure_built(str(fake_go), log=said.append)

@@ -75,7 +75,7 @@ def test_a_stale_flux_entry_is_rebuilt_with_the_crds_of_the_pinned_modules(tmp_p
         modules["github.com/fluxcd/" + name] = tmp_path / "mod" / name
     monkeypatch.setattr(build, "module_dir", lambda go, cwd, module: modules[module])
     built = []
-    monkeypatch.setattr(build, "_run_build", lambda command, cwd, log, what: built.append(what) or
+    monkeypatch.setattr(build, "run_build", lambda command, cwd, log, what: built.append(what) or
                         open(command[command.index("-o") + 1], "wb").close())
     said = []
     bindir = build.ensure_built(go, log=said.append, entry=build.FLUX)
