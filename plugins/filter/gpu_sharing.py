@@ -21,9 +21,11 @@ def _mig_config_text(config):
 
 @user_errors
 def gpu_sharing_plan(pools, name=sharing.DEFAULT_CONFIG_MAP, namespace=sharing.DEFAULT_NAMESPACE, mig_config=None,
-                     mig_config_map_name=mig_custom.CONFIG_MAP):
-    """Everything the role applies, from the inventory's pools and the optional custom mig-parted config."""
-    return sharing_plan.plan(pools, name, namespace, mig_config, mig_config_map_name, config_text=_mig_config_text)
+                     mig_config_map_name=mig_custom.CONFIG_MAP, cluster_mig_strategy=None):
+    """Everything the role applies, from the inventory's pools and the optional custom mig-parted config; with
+    ``cluster_mig_strategy``, MIG pools that need another strategy are refused."""
+    return sharing_plan.plan(pools, name, namespace, mig_config, mig_config_map_name, cluster_mig_strategy,
+                             config_text=_mig_config_text)
 
 
 gpu_sharing_shortfall = user_errors(sharing.allocatable_shortfall)

@@ -297,6 +297,12 @@ ARGUMENT_SPEC = shared.combine(
 )
 
 
+def request(params):
+    """The checks of the options that need no cluster: call() runs them first, and the preflight
+    (plugins/action/preflight.py, playbooks/checks.yml) runs them before site.yml writes anything."""
+    return helm_release.prepare_request(params)
+
+
 def call(params, check_mode, runtime):
     """The work, in the module process or the controller's (the action plugin of the same name)."""
     auth = shared.kube_auth_params(params)

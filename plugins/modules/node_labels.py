@@ -142,6 +142,12 @@ ARGUMENT_SPEC = shared.combine(
 )
 
 
+def request(params):
+    """The checks of the options that need no cluster: call() runs them first, and the preflight
+    (plugins/action/preflight.py, playbooks/checks.yml) runs them before site.yml writes anything."""
+    return node_labels.request(params)
+
+
 def call(params, check_mode, runtime):  # pylint: disable=unused-argument  # the same signature for every module
     """The work, in the module process or the controller's (the action plugin of the same name)."""
     return node_labels.run(params, lambda: KubeClient(**shared.kube_auth_params(params)), check_mode)

@@ -331,6 +331,12 @@ ARGUMENT_SPEC = shared.combine(
 )
 
 
+def request(params):
+    """The checks of the options that need no cluster: call() runs them first, and the preflight
+    (plugins/action/preflight.py, playbooks/checks.yml) runs them before site.yml writes anything."""
+    return smoke.request(params)
+
+
 def call(params, check_mode, runtime):  # pylint: disable=unused-argument  # the same signature for every module
     """The work, in the module process or the controller's (the action plugin of the same name)."""
     return smoke.run(params, lambda: KubeClient(**shared.kube_auth_params(params)), check_mode)

@@ -23,6 +23,17 @@ from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.data import p
 
 # Set on every wrapped filter (tests check that each exported filter has it).
 MARKER = "gpu_platform_user_errors"
+# The attribute of the AnsibleFilterError that carries the collection's own error.
+ERROR_ATTRIBUTE = "gpu_platform_error"
+
+
+def _filter_error(error):
+    """An AnsibleFilterError with ``error``'s message, carrying ``error`` itself (ERROR_ATTRIBUTE): the preflight
+    (plugins/action/preflight.py) finds it in the exception that templating raises and reports each of its mistakes
+    on a line of its own, without the words Ansible wraps around a failed filter."""
+    exc = AnsibleFilterError(error.msg)
+    setattr(exc, ERROR_ATTRIBUTE, error)
+    return exc
 
 
 def user_errors(func=None, *, fields=None):
@@ -43,9 +54,9 @@ def user_errors(func=None, *, fields=None):
             return func(*args, **kwargs)
         except ParamError as exc:
             mapping = fields(*args, **kwargs) if callable(fields) else fields
-            raise AnsibleFilterError(exc.renamed(mapping).msg)
+            raise _filter_error(exc.renamed(mapping)) from None
         except GpuPlatformError as exc:
-            raise AnsibleFilterError(exc.msg)
+            raise _filter_error(exc) from None
 
     setattr(wrapper, MARKER, True)
     return wrapper

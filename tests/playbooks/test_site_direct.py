@@ -293,9 +293,9 @@ def test_mig_strategy_must_match_the_cluster(direct_site):
     runner, api, repo = direct_site()
     result = runner.run(gpu_platform_node_pools=[dict(POOLS[1], mig_strategy="mixed")], gpu_operator_wait=False)
     assert result.failed == 1
-    msg = result.failure_messages()[-1]
-    assert msg.startswith("1 check(s) failed before anything was written: ") and \
-        "Fix: set gpu_platform_mig_strategy to mixed" in msg, msg
+    assert result.failure_messages() == [
+        "gpu_platform_node_pools: the MIG pools use mig_strategy mixed but gpu_platform_mig_strategy is single. "
+        "Fix: set gpu_platform_mig_strategy to mixed (the strategy is one per cluster)"]
     # checks.yml finds it: the GPU Operator, whose release carries the strategy, is not installed first.
     assert api.writes() == [], [w["path"] for w in api.writes()]
 

@@ -104,10 +104,21 @@ BAD = [
 def test_bad_input_names_field_and_fix(changes, field, words):
     with pytest.raises(ParamError) as err:
         nic_policy_validate.build_request(params(**changes))
-    assert err.value.field == field
-    assert err.value.msg.startswith(field + ": ")
-    assert words in err.value.msg
-    assert ". Fix: " in err.value.msg and not err.value.msg.endswith("Fix: ")
+    # Every option is checked: a case that is wrong in two ways (sriov with rdma_hca_max and without a NIC count)
+    # reports both, each on its own (``parts``).
+    [error] = [e for e in getattr(err.value, "parts", [err.value]) if e.field == field]
+    assert error.msg.startswith(field + ": ")
+    assert words in error.msg
+    assert ". Fix: " in error.msg and not error.msg.endswith("Fix: ")
+
+
+def test_every_mistake_is_reported_not_only_the_first():
+    """Independent options are all checked; one that needs a wrong one (the gateway, the range) is left out."""
+    with pytest.raises(ParamError) as err:
+        nic_policy_validate.build_request(params(mode="ipoib", ip_range="192.168.100.0/33", ip_gateway="10.9.9.9",
+                                                 selectors={"vendors": ["zz"]}, network_name="UPPER"))
+    assert [e.field for e in err.value.parts] == ["selectors.vendors", "ip_range", "network_name"]
+    assert err.value.msg.startswith("selectors.vendors, ip_range, network_name: 3 NicClusterPolicy options are wrong: ")
 
 
 def test_bad_cases_cover_every_required_kind():

@@ -187,43 +187,68 @@ def depends_on(value, namespace):
     return tuple(sorted(out))
 
 
-def build_request(params, local_kind=None):
-    """Validate module parameters into a ReleaseRequest (without values files, which need I/O)."""
-    name = validate.release_name("release_name", params.get("release_name"))
-    namespace = validate.dns_label("release_namespace", params.get("release_namespace"))
-    state = params.get("release_state") or "present"
-    render_format = params.get("render_format") or "flux"
+def _render_format(value):
+    render_format = value or "flux"
     if render_format not in ("flux", "argocd"):
         raise ParamError("render_format", "%r is not supported" % render_format, "use flux or argocd")
+    return render_format
+
+
+def _namespace_labels(params):
     labels = validate.labels("namespace_labels", params.get("namespace_labels"))
     if labels and not params.get("create_namespace"):
         raise ParamError("namespace_labels", "is set but create_namespace is false",
                          "set create_namespace: true so the namespace is created and labelled")
-    timeout = validate.duration_seconds("wait_timeout", params.get("wait_timeout") or 300)
+    return labels
+
+
+def _chart_checks(name, namespace, needs, chart, digest, render_to):
+    if digest and chart.kind == LOCAL_DIR:
+        raise ParamError("chart_sha256", "cannot be checked for a chart directory",
+                         "package the chart (helm package) and give the .tgz, or drop chart_sha256")
+    if name and (namespace, name) in needs:
+        raise ParamError("depends_on", "names the release itself (%s/%s)" % (namespace, name),
+                         "list only the releases this one needs")
+    if render_to and chart.is_local:
+        raise ParamError("chart_ref", "a local chart cannot be delivered through GitOps (render_to)",
+                         "publish the chart to a repository or OCI registry and reference it there")
+
+
+def build_request(params, local_kind=None):
+    """Validate module parameters into a ReleaseRequest (without values files, which need I/O). Every option is
+    checked (a check that needs an option found wrong is left out) and every mistake reported, one ParamError
+    naming the option, or one naming them all."""
+    found = validate.Mistakes("helm_pinned_release options")
+    name = found.check(lambda: validate.release_name("release_name", params.get("release_name")))
+    namespace = found.check(lambda: validate.dns_label("release_namespace", params.get("release_namespace")))
+    state = params.get("release_state") or "present"
+    render_format = found.check(lambda: _render_format(params.get("render_format")))
+    labels = found.check(lambda: _namespace_labels(params))
+    timeout = found.check(lambda: validate.duration_seconds("wait_timeout", params.get("wait_timeout") or 300))
+    argocd_namespace = found.check(lambda: validate.dns_label("argocd_namespace",
+                                                              params.get("argocd_namespace") or "argocd"))
+    needs = found.check(lambda: depends_on(params.get("depends_on"), namespace), fallback=[]) \
+        if namespace is not None else []
+    interval = found.check(lambda: validate.go_duration("flux_interval", params.get("flux_interval") or "10m",
+                                                        minimum=10))
+    version = chart = digest = None
+    if state != "absent":
+        version = found.check(lambda: validate.exact_version("chart_version", params.get("chart_version")))
+        chart = found.check(lambda: classify_chart(params.get("chart_ref"), params.get("chart_repo_url"), local_kind))
+        digest = found.check(lambda: validate.sha256_hex("chart_sha256", params.get("chart_sha256")))
+        if chart is not None:
+            found.check(lambda: _chart_checks(name, namespace, needs, chart, digest, params.get("render_to")))
+    found.raise_any()
     common = dict(
         name=name, namespace=namespace, state=state,
         create_namespace=bool(params.get("create_namespace")), namespace_labels=labels,
         wait=bool(params.get("wait")), wait_timeout=timeout, atomic=bool(params.get("atomic")),
         render_to=params.get("render_to") or None, render_format=render_format,
-        argocd_namespace=validate.dns_label("argocd_namespace", params.get("argocd_namespace") or "argocd"),
-        plain_http=bool(params.get("plain_http")),
-        depends_on=depends_on(params.get("depends_on"), namespace),
-        flux_interval=validate.go_duration("flux_interval", params.get("flux_interval") or "10m", minimum=10),
+        argocd_namespace=argocd_namespace, plain_http=bool(params.get("plain_http")),
+        depends_on=needs, flux_interval=interval,
     )
     if state == "absent":
         return ReleaseRequest(chart=None, version="", values={}, **common)
-    version = validate.exact_version("chart_version", params.get("chart_version"))
-    chart = classify_chart(params.get("chart_ref"), params.get("chart_repo_url"), local_kind)
-    digest = validate.sha256_hex("chart_sha256", params.get("chart_sha256"))
-    if digest and chart.kind == LOCAL_DIR:
-        raise ParamError("chart_sha256", "cannot be checked for a chart directory",
-                         "package the chart (helm package) and give the .tgz, or drop chart_sha256")
-    if (name and (namespace, name) in common["depends_on"]):
-        raise ParamError("depends_on", "names the release itself (%s/%s)" % (namespace, name),
-                         "list only the releases this one needs")
-    if common["render_to"] and chart.is_local:
-        raise ParamError("chart_ref", "a local chart cannot be delivered through GitOps (render_to)",
-                         "publish the chart to a repository or OCI registry and reference it there")
     return ReleaseRequest(chart=chart, version=version, chart_sha256=digest, values={}, **common)
 
 

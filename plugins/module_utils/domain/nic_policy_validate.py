@@ -289,53 +289,78 @@ def _node_affinity(value):
     return copy.deepcopy(value)
 
 
+def _ofed(value):
+    if value is None:
+        return True
+    if not isinstance(value, bool):
+        raise ParamError("ofed_driver", "%r is not true or false" % (value,),
+                         "set it to true (DOCA driver container) or false (the hosts' MOFED)")
+    return value
+
+
+def _some_device(vendors, device_ids, interfaces):
+    if not (vendors or device_ids or interfaces):
+        raise ParamError("selectors", "select no device at all (vendors, device_ids and interfaces are all empty)",
+                         "give at least one, e.g. vendors: [\"15b3\"]")
+
+
+def _pool(value, ipam, network_name):
+    if ipam == NV_IPAM:
+        return validate.dns_label("nv_ipam_pool", value or network_name)
+    if not _unset(value):
+        raise ParamError("nv_ipam_pool", "is set but ipam is whereabouts", "drop nv_ipam_pool, or use ipam nv-ipam")
+    return None
+
+
+def _upgrade_policy(policy, ofed):
+    if policy and not ofed:
+        raise ParamError("driver_upgrade_policy", "is set but ofed_driver is false (the hosts' MOFED is not upgraded "
+                         "by the operator)", "drop driver_upgrade_policy, or set ofed_driver: true")
+    return driver_upgrade.check_policy(policy, "driver_upgrade_policy", UPGRADE_POLICY_DEFAULTS,
+                                       UPGRADE_POLICY_KINDS, "the NicClusterPolicy's ofedDriver.upgradePolicy")
+
+
 def build_request(params):
     """Validate the module options and return a NicPolicyRequest.
 
     Unknown keys in ``params`` are ignored (the module passes its connection options too).
-    Raises ParamError naming the option (``selectors.<key>`` for a selector) and the fix.
+    Every option is checked (a check that needs an option found wrong is left out) and every mistake is reported:
+    a ParamError naming the option (``selectors.<key>`` for a selector) and the fix, or one naming them all.
     """
-    mode = _choice("mode", params.get("mode"), MODES)
-    version = _version(params.get("network_operator_version"))
-    ofed = params.get("ofed_driver")
-    if ofed is None:
-        ofed = True
-    if not isinstance(ofed, bool):
-        raise ParamError("ofed_driver", "%r is not true or false" % (ofed,),
-                         "set it to true (DOCA driver container) or false (the hosts' MOFED)")
-    vendors, device_ids, interfaces, link_type = _selectors(params.get("selectors"))
-    if not (vendors or device_ids or interfaces):
-        raise ParamError("selectors", "select no device at all (vendors, device_ids and interfaces are all empty)",
-                         "give at least one, e.g. vendors: [\"15b3\"]")
-    rdma_hca_max = _rdma_hca_max(params.get("rdma_hca_max"), mode)
-    resource_name = _resource_name(params.get("resource_name"), mode)
-    nics, node_type = _nics_per_pod(params, mode, resource_name)
-    master = _master(params, mode, link_type, interfaces)
-    ipam = _choice("ipam", params.get("ipam"), IPAMS, DEFAULT_IPAM)
-    network = _network(params.get("ip_range"))
-    gateway = _gateway(params.get("ip_gateway"), network)
-    network_name = validate.dns_label("network_name", params.get("network_name") or DEFAULT_NETWORK_NAME)
-    network_namespace = validate.dns_label("network_namespace",
-                                           params.get("network_namespace") or DEFAULT_NETWORK_NAMESPACE)
-    operator_namespace = validate.dns_label("operator_namespace",
-                                            params.get("operator_namespace") or DEFAULT_OPERATOR_NAMESPACE)
-    pool = params.get("nv_ipam_pool")
-    if ipam == NV_IPAM:
-        pool = validate.dns_label("nv_ipam_pool", pool or network_name)
-    elif not _unset(pool):
-        raise ParamError("nv_ipam_pool", "is set but ipam is whereabouts", "drop nv_ipam_pool, or use ipam nv-ipam")
-    else:
-        pool = None
-    block = _block_size(params.get("nv_ipam_block_size"), ipam, network)
-    mirrors = image_mirrors.check_mirrors(params.get("image_mirrors"), "image_mirrors")
-    secrets = validate.secret_names("image_pull_secrets", params.get("image_pull_secrets"))
-    affinity = _node_affinity(params.get("node_affinity"))
-    policy = params.get("driver_upgrade_policy")
-    if policy and not ofed:
-        raise ParamError("driver_upgrade_policy", "is set but ofed_driver is false (the hosts' MOFED is not upgraded "
-                         "by the operator)", "drop driver_upgrade_policy, or set ofed_driver: true")
-    policy = driver_upgrade.check_policy(policy, "driver_upgrade_policy", UPGRADE_POLICY_DEFAULTS,
-                                         UPGRADE_POLICY_KINDS, "the NicClusterPolicy's ofedDriver.upgradePolicy")
+    found = validate.Mistakes("NicClusterPolicy options")
+    mode = found.check(lambda: _choice("mode", params.get("mode"), MODES))
+    version = found.check(lambda: _version(params.get("network_operator_version")))
+    ofed = found.check(lambda: _ofed(params.get("ofed_driver")), fallback=True)
+    selectors = found.check(lambda: _selectors(params.get("selectors")))
+    vendors, device_ids, interfaces, link_type = selectors or ((), (), (), None)
+    devices = bool(selectors) and found.check(lambda: _some_device(vendors, device_ids, interfaces) or True, False)
+    rdma_hca_max = resource_name = nics = node_type = master = None
+    if mode is not None:
+        rdma_hca_max = found.check(lambda: _rdma_hca_max(params.get("rdma_hca_max"), mode))
+        resource_name = found.check(lambda: _resource_name(params.get("resource_name"), mode))
+        if resource_name is not None:
+            nics, node_type = found.check(lambda: _nics_per_pod(params, mode, resource_name), fallback=(None, None))
+        if devices:
+            master = found.check(lambda: _master(params, mode, link_type, interfaces))
+    ipam = found.check(lambda: _choice("ipam", params.get("ipam"), IPAMS, DEFAULT_IPAM))
+    network = found.check(lambda: _network(params.get("ip_range")))
+    gateway = found.check(lambda: _gateway(params.get("ip_gateway"), network)) if network is not None else None
+    network_name = found.check(lambda: validate.dns_label("network_name",
+                                                          params.get("network_name") or DEFAULT_NETWORK_NAME))
+    network_namespace = found.check(lambda: validate.dns_label(
+        "network_namespace", params.get("network_namespace") or DEFAULT_NETWORK_NAMESPACE))
+    operator_namespace = found.check(lambda: validate.dns_label(
+        "operator_namespace", params.get("operator_namespace") or DEFAULT_OPERATOR_NAMESPACE))
+    pool = block = None
+    if ipam is not None and network_name is not None:
+        pool = found.check(lambda: _pool(params.get("nv_ipam_pool"), ipam, network_name))
+    if ipam is not None and network is not None:
+        block = found.check(lambda: _block_size(params.get("nv_ipam_block_size"), ipam, network))
+    mirrors = found.check(lambda: image_mirrors.check_mirrors(params.get("image_mirrors"), "image_mirrors"))
+    secrets = found.check(lambda: validate.secret_names("image_pull_secrets", params.get("image_pull_secrets")))
+    affinity = found.check(lambda: _node_affinity(params.get("node_affinity")))
+    policy = found.check(lambda: _upgrade_policy(params.get("driver_upgrade_policy"), ofed))
+    found.raise_any()
     warnings = []
     if ipam == WHEREABOUTS and "ipamPlugin" not in COMPONENT_IMAGES[version]:
         warnings.append("Network Operator %s no longer deploys whereabouts from the NicClusterPolicy (deprecated "

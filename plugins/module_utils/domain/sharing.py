@@ -113,10 +113,17 @@ def validate_pools(pools, mig_config=None):
     return out
 
 
-def cluster_mig_strategy(pools):
-    """The one MIG strategy the MIG pools need (compare with gpu_platform_mig_strategy), or None without MIG."""
+def cluster_mig_strategy(pools, cluster=None):
+    """The one MIG strategy the MIG pools need, or None without MIG. With ``cluster`` (gpu_platform_mig_strategy,
+    the one strategy of the cluster, carried by the GPU Operator's release), MIG pools that need another are
+    refused."""
     strategies = sorted({p.mig_strategy for p in pools if p.sharing == MIG})
-    return strategies[0] if strategies else None
+    needed = strategies[0] if strategies else None
+    if cluster is not None and needed is not None and needed != cluster:
+        raise ParamError("gpu_platform_node_pools", "the MIG pools use mig_strategy %s but gpu_platform_mig_strategy "
+                         "is %s" % (needed, cluster),
+                         "set gpu_platform_mig_strategy to %s (the strategy is one per cluster)" % needed)
+    return needed
 
 
 def _dump(config):

@@ -20,12 +20,13 @@ def selector(labels):
 
 
 def plan(pools, name=sharing.DEFAULT_CONFIG_MAP, namespace=sharing.DEFAULT_NAMESPACE, mig_config=None,
-         mig_config_map_name=mig_custom.CONFIG_MAP, *, config_text):
+         mig_config_map_name=mig_custom.CONFIG_MAP, cluster_mig_strategy=None, *, config_text):
     """Everything the role applies, from the inventory's ``pools`` and the optional custom mig-parted config.
 
     ``config_text`` turns the checked mig-parted config into the text of its ConfigMap (the caller's YAML writer,
     so that the role's ConfigMap and the mig_profile module's are the same bytes). Raises ParamError naming the
     bad field (``gpu_platform_node_pools[1].replicas``, ``gpu_platform_mig_config.mig-configs.x[0].mig-devices``).
+    With ``cluster_mig_strategy`` (gpu_platform_mig_strategy), MIG pools that need another strategy are refused.
     """
     checked = sharing.validate_pools(pools, mig_config)
     custom = mig_custom.check_config(mig_config)
@@ -42,8 +43,11 @@ def plan(pools, name=sharing.DEFAULT_CONFIG_MAP, namespace=sharing.DEFAULT_NAMES
         "label_requests": [{"name": e["pool"], "selector": e["selector"], "labels": e["labels"]} for e in node_labels],
         "device_plugin_config": sharing.device_plugin_values(checked, name).get("devicePlugin", {}).get("config", {}),
         "warnings": sharing.warnings(checked),
-        "mig_strategy": sharing.cluster_mig_strategy(checked),
+        "mig_strategy": sharing.cluster_mig_strategy(checked, cluster_mig_strategy),
         "mig_pools": mig_pools,
+        # Each MIG pool's own options of its mig_profile call (the role's task and the preflight's check).
+        "mig_calls": [{"node_selector": m["selector"], "profile": m["profile"], "strategy": m["strategy"]}
+                      for m in mig_pools],
         # The custom mig-parted config (None without one), its ConfigMap, and the chart values that point the
         # MIG manager at it (the gpu_operator layer merges them, as it does device_plugin_config).
         "mig_config": custom,

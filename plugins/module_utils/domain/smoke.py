@@ -27,7 +27,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import
 
 LAYERS = ("gpu_operator", "gpu_sharing", "dra_driver", "scheduling", "network_operator")
 PLAN_FIELDS = {"layers": "smoke_tests_layers", "timeout": "smoke_tests_timeout",
-               "nccl_timeout": "smoke_tests_nccl_timeout"}
+               "nccl_timeout": "smoke_tests_nccl_timeout", "image_pull_secrets": "smoke_tests_image_pull_secrets"}
 
 
 def _item(layer, check, params=None, skipped_reason=None):
@@ -87,7 +87,8 @@ def plan(settings):
     ``kai_queue`` (a team queue, used when ``queue`` is empty under KAI), ``replicas``, ``window``,
     ``network_mode``, ``rdma_resource`` (None: the mode's resource, as many as ``nics_per_pod`` or the node
     type gives), ``resource_name``, ``nics_per_pod``, ``node_type``, ``network``, ``nodes``, ``gpus_per_node``
-    ("": the node type's GPUs, else 8) and ``min_busbw`` ("": the node type's threshold) (``domain.smoke_nccl``).
+    ("": the node type's GPUs, else 8) and ``min_busbw`` ("": the node type's threshold) (``domain.smoke_nccl``),
+    and ``image_pull_secrets`` (the Secret names every test pod pulls with; checked here, passed to each test).
     ``params`` are the smoke_test module's options. Every object is built here once, so a bad value fails before
     anything runs, naming the role variable.
     """
@@ -97,6 +98,7 @@ def plan(settings):
                          "use some of: %s" % ", ".join(LAYERS))
     namespace = settings.get("namespace")
     validate.dns_label(FIELDS["namespace"], namespace)
+    validate.secret_names(PLAN_FIELDS["image_pull_secrets"], settings.get("image_pull_secrets"))
     timeout = _positive_int(PLAN_FIELDS["timeout"], settings.get("timeout"), example="300")
     common = {"namespace": namespace, "timeout": timeout}
     image = settings.get("image")

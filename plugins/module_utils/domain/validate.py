@@ -34,20 +34,39 @@ EXAMPLE_IMAGE = "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"
 
 def every(checks, what="settings"):
     """Run each check (a callable returning a value) and return their values; if any raises ParamError, raise one
-    ParamError that names every failed field with its problem and fix, so a user fixes them all in one go."""
-    values, errors = [], []
-    for check in checks:
-        try:
-            values.append(check())
-        except ParamError as exc:
-            errors.append(exc)
-    if len(errors) == 1:
-        raise errors[0]
-    if errors:
-        fields = ", ".join(e.field for e in errors)
-        raise ParamError(fields, "%d %s are wrong: %s" % (
-            len(fields.split(", ")), what, "; ".join(e.msg for e in errors)), "correct each as said above")
+    ParamError that names every failed field with its problem and fix, so a user fixes them all in one go (its
+    ``parts``: the errors one by one)."""
+    found = Mistakes(what)
+    values = [found.check(check) for check in checks]
+    found.raise_any()
     return values
+
+
+class Mistakes:
+    """Checks run one after another, each mistake kept instead of stopping at the first: ``check(func)`` returns
+    ``func()``, or ``fallback`` after a ParamError (a later check that needs the value is then left out);
+    ``raise_any()`` raises the one mistake, or one ParamError naming them all (its ``parts``: one by one)."""
+
+    def __init__(self, what="settings"):
+        self.what = what
+        self.errors = []
+
+    def check(self, func, fallback=None):
+        try:
+            return func()
+        except ParamError as exc:
+            self.errors.append(exc)
+            return fallback
+
+    def raise_any(self):
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        if self.errors:
+            fields = ", ".join(e.field for e in self.errors)
+            combined = ParamError(fields, "%d %s are wrong: %s" % (
+                len(self.errors), self.what, "; ".join(e.msg for e in self.errors)), "correct each as said above")
+            combined.parts = list(self.errors)  # each mistake on its own, for the preflight's one line per mistake
+            raise combined
 
 
 def given(params, suboptions=()):

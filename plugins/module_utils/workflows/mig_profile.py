@@ -81,6 +81,12 @@ def products(nodes):
     return out
 
 
+def request(params):
+    """The wait time-out in seconds, once the module's options passed every check that needs no cluster. The module
+    runs it first; the preflight (playbooks/checks.yml) runs it before anything is written."""
+    return _validate(validate.given(params))
+
+
 def _validate(params):
     if bool(params.get("nodes")) == bool(params.get("node_selector")):
         raise ParamError("nodes", "give either nodes or node_selector (exactly one)",
@@ -197,7 +203,7 @@ def _expected(node, product, layout, strategy, profile):
 
 def run(params, kube_factory, check_mode=False, clock=None, interval=5.0):
     params = validate.given(params)
-    timeout = _validate(params)
+    timeout = request(params)
     if params.get("render_to"):
         return run_render(params, check_mode)
     kube = kube_factory()

@@ -60,21 +60,27 @@ def _components(kube, policy):
     return nic_policy.describe_components(policy["metadata"].get("uid"), daemonsets, pods)
 
 
-def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):
+def request(params):
+    """(the NicPolicyRequest, the wait time-out in seconds) from the module's options: every check that needs no
+    cluster. The module runs it first; the preflight (playbooks/checks.yml) runs it before anything is written."""
     params = validate.given(params, suboptions=("selectors",))
-    request = nic_policy_validate.build_request(params)
-    timeout = validate.duration_seconds("wait_timeout", params.get("wait_timeout") or 600)
-    objects = nic_policy_render.render(request)
+    return (nic_policy_validate.build_request(params),
+            validate.duration_seconds("wait_timeout", params.get("wait_timeout") or 600))
+
+
+def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):
+    policy, timeout = request(params)
+    objects = nic_policy_render.render(policy)
     state = params.get("state") or "present"
     if params.get("render_to"):
-        return run_render(request, objects, params["render_to"], state, check_mode)
+        return run_render(policy, objects, params["render_to"], state, check_mode)
     kube = kube_factory()
     result = manifests.apply(kube, objects, state, check_mode)
     if state == "absent":
         return result
     result["objects"] = objects
-    result.update(_outputs(request))
+    result.update(_outputs(policy))
     if params.get("wait") and not check_mode:
-        policy = wait_ready(kube, timeout, clock, interval)
-        result["states"] = nic_policy.component_states(policy)
+        live = wait_ready(kube, timeout, clock, interval)
+        result["states"] = nic_policy.component_states(live)
     return result

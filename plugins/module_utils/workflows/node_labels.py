@@ -16,9 +16,25 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 
+def request(params):
+    """The module's label requests, and with ``render_to`` its file name: every check that needs no cluster. The
+    module runs it first; the preflight (playbooks/checks.yml) runs it before anything is written."""
+    requests = domain.check_requests(params.get("nodes"))
+    if params.get("render_to"):
+        _file_name(params.get("render_name"))
+    return requests
+
+
+def _file_name(name):
+    if not name or "/" in name or name.startswith("."):
+        raise ParamError("render_name", "%r cannot name the file with render_to" % (name,),
+                         "give the unit's name, e.g. gpu-sharing (the file is <render_name>-node-labels.yaml)")
+    return "%s-node-labels.yaml" % name
+
+
 def run(params, kube_factory, check_mode=False):
     """The node_labels module: label the nodes each selector picks, writing only the nodes that differ."""
-    requests = domain.check_requests(params.get("nodes"))
+    requests = request(params)
     if params.get("render_to"):
         return run_render(params, requests, check_mode)
     kube = kube_factory()
@@ -46,10 +62,7 @@ def run(params, kube_factory, check_mode=False):
 def run_render(params, requests, check_mode):
     """With render_to: the requests as a NodeLabelPatchList file in the bundle, for kubectl label; no cluster read."""
     name = params.get("render_name")
-    if not name or "/" in name or name.startswith("."):
-        raise ParamError("render_name", "%r cannot name the file with render_to" % (name,),
-                         "give the unit's name, e.g. gpu-sharing (the file is <render_name>-node-labels.yaml)")
-    file_name = "%s-node-labels.yaml" % name
+    file_name = _file_name(name)
     files = {file_name: render.to_yaml(domain.patch_list(requests), "%s (apply with kubectl label)" % name)}
     changed, diffs = render.write_files(params["render_to"], files, check_mode)
     return {"changed": bool(changed), "diff": diffs, "selected": [],

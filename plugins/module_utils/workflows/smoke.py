@@ -269,14 +269,21 @@ def with_ssh_secret(params, objects):
     return [smoke_nccl.nccl_ssh_secret(params["namespace"], private, public)] + list(objects)
 
 
-def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):
-    """The smoke_test module."""
+def request(params):
+    """(the options with the time-out checked, the check's objects): every check that needs no cluster. The module
+    runs it first; the preflight (playbooks/checks.yml) runs it before anything is written."""
     params = dict(params)
     params["timeout"] = _timeout(params)
     objects = build(params)
     if params["check"] == ALLOCATABLE:
         allocatable_inputs(params)
         label_selector(params.get("node_selector"))
+    return params, objects
+
+
+def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):
+    """The smoke_test module."""
+    params, objects = request(params)
     if params.get("render_to") and smoke_nccl.needs_ssh_secret(objects):
         return {"changed": False, "smoke": _result(params, objects, None, "", skipped_reason=(
             "render mode: the nccl-tests pods under %s need an SSH key pair made at run time, which is never written "
