@@ -10,7 +10,7 @@ import yaml
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import bundle as bundle_domain
 from tests.fakes.charts import TOOLS_BIN
 from tests.playbooks.conftest import bundle, kustomizations
-from tests.schema import crdschema
+from tests.schema import crdschema, pinned_charts
 
 pytestmark = pytest.mark.slow
 
@@ -87,7 +87,7 @@ def test_namespace_is_privileged_and_values_follow_the_inventory(render_site, sh
     assert values["mig"] == {"strategy": "mixed"}
     assert values["devicePlugin"]["config"] == {"name": "time-slicing-config", "default": "any"}
     assert values["operator"]["imagePullSecrets"] == ["ngc-pull"]
-    defaults = os.path.join(shared_dir, "upstream", "gpu-operator", "values.default.yaml")
+    defaults = pinned_charts.values_path("gpu-operator")
     assert crdschema.check_values_keys(values, defaults) == []
 
 
@@ -120,7 +120,7 @@ def test_example_inventories_choices_are_valid(render_site, shared_dir, inventor
     values = bundle(out)["helmrelease-gpu-operator-gpu-operator.yaml"]["spec"]["values"]
     assert values["driver"]["enabled"] is (choices["gpu_platform_driver_mode"] == "operator")
     assert values["driver"]["nvidiaDriverCRD"] == {"enabled": False}
-    defaults = os.path.join(shared_dir, "upstream", "gpu-operator", "values.default.yaml")
+    defaults = pinned_charts.values_path("gpu-operator")
     assert crdschema.check_values_keys(values, defaults) == []
 
 
@@ -146,7 +146,7 @@ def test_bundle_with_the_network_layer(render_site, shared_dir):
     assert network["spec"]["values"]["nfd"] == {"enabled": True}, "one NFD: the Network Operator's"
     gpu = next(o for o in objects if o["kind"] == "HelmRelease" and o["metadata"]["name"] == "gpu-operator")
     assert gpu["spec"]["values"]["nfd"] == {"enabled": False}
-    defaults = os.path.join(shared_dir, "upstream", "network-operator", "values.default.yaml")
+    defaults = pinned_charts.values_path("network-operator")
     assert crdschema.check_values_keys(network["spec"]["values"], defaults) == []
     again = runner.run()
     assert again.failed == 0 and again.changed == 0, again.changed_tasks()
@@ -270,5 +270,5 @@ def test_a_custom_mig_config_reaches_the_gpu_operator_release(render_site, share
                                               "create": False}
     maps = [o for o in kustomize(out) if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "custom-mig-parted-config"]
     assert len(maps) == 1 and yaml.safe_load(maps[0]["data"]["config.yaml"]) == example["gpu_platform_mig_config"]
-    defaults = os.path.join(shared_dir, "upstream", "gpu-operator", "values.default.yaml")
+    defaults = pinned_charts.values_path("gpu-operator")
     assert crdschema.check_values_keys(values, defaults) == []

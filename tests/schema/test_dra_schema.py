@@ -1,5 +1,5 @@
 """The dra_driver layer against upstream data: every chart value it sets exists in the DRA driver chart's
-values.yaml (25.12.0, and the renamed 0.4.0 chart), every GPU Operator value exists in the v26.7.0 chart,
+values.yaml (the pinned 25.12.0, and the renamed 0.4.0 chart), every GPU Operator value exists in the pinned chart,
 and the example claim objects survive a round trip through the kubernetes client's resource.k8s.io/v1 and
 core/v1 models without losing a field."""
 from __future__ import annotations
@@ -13,19 +13,22 @@ import pytest
 import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import dra, driver_mode, gpu_operator
-from tests.schema import crdschema
+from tests.schema import crdschema, pinned_charts
 
-DRA_VALUES = ("values.default.yaml", "values.default.v0.4.0.yaml")
+# The pinned chart (dra_driver_chart_version, from its source archive) and the renamed 0.4.0 chart it would move to.
+DRA_VALUES = ("pinned", "values.default.v0.4.0.yaml")
 
 
 @pytest.fixture(scope="module", params=DRA_VALUES)
 def dra_defaults(request, shared_dir):
+    if request.param == "pinned":
+        return pinned_charts.values_path("nvidia-dra-driver-gpu")
     return os.path.join(shared_dir, "upstream", "dra-driver", request.param)
 
 
 @pytest.fixture(scope="module")
-def operator_defaults(shared_dir):
-    return os.path.join(shared_dir, "upstream", "gpu-operator", "values.default.yaml")
+def operator_defaults():
+    return pinned_charts.values_path("gpu-operator")
 
 
 def combos():
@@ -43,10 +46,9 @@ def test_every_chart_key_exists(settings, dra_defaults):
     assert crdschema.check_values_keys(values, dra_defaults) == []
 
 
-def test_values_set_what_the_chart_defaults_get_wrong(shared_dir):
+def test_values_set_what_the_chart_defaults_get_wrong():
     """The chart's own defaults would fail to render GPU allocation (override off) or guess the API version."""
-    with open(os.path.join(shared_dir, "upstream", "dra-driver", "values.default.yaml"), encoding="utf-8") as handle:
-        defaults = yaml.safe_load(handle)
+    defaults = pinned_charts.values("nvidia-dra-driver-gpu")
     values = dra.values({"driver_root": "", "driver_owner": "operator", "gpus_enabled": True,
                          "compute_domains_enabled": False})
     assert defaults["gpuResourcesEnabledOverride"] is False and values["gpuResourcesEnabledOverride"] is True

@@ -1,6 +1,7 @@
-"""The gpu_operator role's driver upgrade policy: every key exists in the v26.7.0 chart's values, and what the
-chart renders from it (driver.upgradePolicy, gpuPodDeletion as podDeletion) is valid against the upstream
-ClusterPolicy CRD (../shared/upstream/gpu-operator/clusterpolicies.nvidia.com.yaml)."""
+"""The gpu_operator role's driver upgrade policy: every key exists in the values of the chart it pins (v26.3.3, read
+by tests/schema/pinned_charts.py), and what the chart renders from it (driver.upgradePolicy, gpuPodDeletion as
+podDeletion) is valid against the upstream ClusterPolicy CRD
+(../shared/upstream/gpu-operator/clusterpolicies.nvidia.com.yaml)."""
 from __future__ import annotations
 
 import copy
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade
-from tests.schema import crdschema
+from tests.schema import crdschema, pinned_charts
 
 POLICIES = [
     {},
@@ -36,8 +37,8 @@ def cluster_policy(upgrade_policy):
 
 
 @pytest.fixture(scope="module")
-def defaults(shared_dir):
-    return os.path.join(shared_dir, "upstream", "gpu-operator", "values.default.yaml")
+def defaults():
+    return pinned_charts.values_path("gpu-operator")
 
 
 @pytest.mark.parametrize("given", POLICIES)

@@ -1,14 +1,13 @@
-"""Every value the gpu_operator role can set exists in the GPU Operator v26.7.0 chart's values.yaml."""
+"""Every value the gpu_operator role can set exists in the values.yaml of the GPU Operator chart it pins (v26.3.3)."""
 from __future__ import annotations
 
 import itertools
-import os
 
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gpu_operator
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
-from tests.schema import crdschema
+from tests.schema import crdschema, pinned_charts
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_mode
 
@@ -28,8 +27,8 @@ HOST_TOOLKIT = {"name": "n1", "host": {"node_name": "n1", "driver_loaded": True,
 
 
 @pytest.fixture(scope="module")
-def defaults(shared_dir):
-    return os.path.join(shared_dir, "upstream", "gpu-operator", "values.default.yaml")
+def defaults():
+    return pinned_charts.values_path("gpu-operator")
 
 
 def combos():

@@ -1,20 +1,14 @@
-"""The charts' image data (images.CHART_IMAGES) equal the charts' values.yaml in shared/upstream: every image
-repository a chart has is mirrored or left out for a written reason, with the chart's own default."""
+"""The charts' image data (images.CHART_IMAGES) equal the values.yaml of the chart versions the roles pin (read from
+shared/upstream/src, tests/schema/pinned_charts.py): every image repository a chart has is mirrored or left out for a
+written reason, with the chart's own default, and every value the mirrors set is a key that chart has."""
 from __future__ import annotations
 
-import os
-
 import pytest
-import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import images
-from tests.schema import crdschema
+from tests.schema import crdschema, pinned_charts
 
-VALUES = {
-    "gpu-operator": ("gpu-operator", "values.default.yaml"),
-    "network-operator": ("network-operator", "values.default.yaml"),
-    "nvidia-dra-driver-gpu": ("dra-driver", "values.default.yaml"),
-}
+CHARTS = ("gpu-operator", "network-operator", "nvidia-dra-driver-gpu")
 
 
 def image_values(node, path=()):
@@ -33,11 +27,9 @@ def covered(path, chart):
     return any(path[:len(prefix)] == prefix for prefix in images.NOT_MIRRORED.get(chart, ()))
 
 
-@pytest.mark.parametrize("chart", sorted(VALUES))
-def test_chart_images_equal_the_upstream_values(shared_dir, chart):
-    folder, name = VALUES[chart]
-    with open(os.path.join(shared_dir, "upstream", folder, name), encoding="utf-8") as handle:
-        upstream = dict(image_values(yaml.safe_load(handle)))
+@pytest.mark.parametrize("chart", CHARTS)
+def test_chart_images_equal_the_upstream_values(chart):
+    upstream = dict(image_values(pinned_charts.values(chart)))
     ours = dict(images.CHART_IMAGES[chart])
     missing = {p: v for p, v in upstream.items() if p not in ours and not covered(p, chart)}
     assert missing == {}, "images of the chart that nothing mirrors: add them to CHART_IMAGES or NOT_MIRRORED"
@@ -47,15 +39,27 @@ def test_chart_images_equal_the_upstream_values(shared_dir, chart):
             prefix,)
 
 
-@pytest.mark.parametrize("chart", sorted(VALUES))
-def test_mirror_values_are_keys_the_chart_has(shared_dir, chart):
-    folder, name = VALUES[chart]
+@pytest.mark.parametrize("chart", CHARTS)
+def test_mirror_values_are_keys_the_chart_has(chart):
     values = images.chart_values(chart, {"nvcr.io": "harbor.example.com/nvcr"})
     assert values, "every chart here pulls from nvcr.io"
-    assert crdschema.check_values_keys(values, os.path.join(shared_dir, "upstream", folder, name)) == []
+    assert crdschema.check_values_keys(values, pinned_charts.values_path(chart)) == []
 
 
-def test_the_check_can_fail(shared_dir, monkeypatch):
+def test_the_check_can_fail(monkeypatch):
     monkeypatch.setitem(images.CHART_IMAGES, "gpu-operator", images.CHART_IMAGES["gpu-operator"][1:])
     with pytest.raises(AssertionError, match="nothing mirrors"):
-        test_chart_images_equal_the_upstream_values(shared_dir, "gpu-operator")
+        test_chart_images_equal_the_upstream_values("gpu-operator")
+
+
+def test_a_key_only_a_newer_release_has_is_caught(monkeypatch):
+    """draDriver.repository is in GPU Operator v26.7.0's values.yaml (shared/upstream/gpu-operator), not in the
+    pinned v26.3.3's: Helm would ignore it, and a mirror setting would do nothing for that image."""
+    assert pinned_charts.pinned_version("gpu-operator") == "v26.3.3"
+    assert "draDriver" not in pinned_charts.values("gpu-operator")
+    newer = images.CHART_IMAGES["gpu-operator"] + ((("draDriver", "repository"), "nvcr.io/nvidia"),)
+    monkeypatch.setitem(images.CHART_IMAGES, "gpu-operator", newer)
+    with pytest.raises(AssertionError, match="defaults differ"):
+        test_chart_images_equal_the_upstream_values("gpu-operator")
+    with pytest.raises(AssertionError, match="draDriver"):
+        test_mirror_values_are_keys_the_chart_has("gpu-operator")

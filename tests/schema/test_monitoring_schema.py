@@ -23,11 +23,12 @@ import pytest
 import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import monitoring, monitoring_metrics
-from tests.schema import crdschema
+from tests.schema import crdschema, pinned_charts
 from tests.unit.dashboard_checker import brackets_error
 
 NS = "gpu-operator"
-VALUES = crdschema.UPSTREAM_DIR / "gpu-operator" / "values.default.yaml"
+# GPU Operator v26.7.0's values: the release whose dcgm-exporter image the metric table was audited against.
+VALUES_V26_7 = crdschema.UPSTREAM_DIR / "gpu-operator" / "values.default.yaml"
 
 # -- the structural validator for PrometheusRule -------------------------------------------
 
@@ -164,12 +165,13 @@ def test_crd_catches_a_misspelt_or_wrong_field(path, key, value, expected):
 
 
 def test_defaults_follow_the_gpu_operator_release_in_shared_upstream():
-    with open(VALUES, encoding="utf-8") as handle:
+    with open(VALUES_V26_7, encoding="utf-8") as handle:
         exporter = yaml.safe_load(handle)["dcgmExporter"]
-    # the metric table was audited for this exporter image; a new pin means a new audit
+    # the metric table was audited for v26.7.0's exporter image; a new pin there means a new audit
     assert exporter["version"].startswith(monitoring_metrics.DCGM_EXPORTER_VERSION + "-")
-    # same scrape interval as the operator's own ServiceMonitor
-    assert monitoring.service_monitor(NS)["spec"]["endpoints"][0]["interval"] == exporter["serviceMonitor"]["interval"]
+    # same scrape interval as the operator's own ServiceMonitor, in the chart the gpu_operator role pins
+    pinned = pinned_charts.values("gpu-operator")["dcgmExporter"]["serviceMonitor"]
+    assert monitoring.service_monitor(NS)["spec"]["endpoints"][0]["interval"] == pinned["interval"]
 
 
 # -- PrometheusRule against the structural validator ---------------------------------------

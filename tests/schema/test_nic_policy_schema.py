@@ -14,7 +14,7 @@ import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
     nic_policy, nic_policy_render, nic_policy_validate)
-from tests.schema import crdschema
+from tests.schema import crdschema, pinned_charts
 
 
 def combos():
@@ -82,17 +82,30 @@ def test_whereabouts_is_no_policy_part_in_the_crd(shared_dir):
     assert set(secondary) == {"multus", "cniPlugins", "ipoib"}
 
 
+def _table_matches(values, version):
+    table = nic_policy.COMPONENT_IMAGES[version]
+    init = values["operator"]["ofedDriver"]["initContainer"]
+    assert init["repository"] == table["multus"]["repository"]
+    assert init["version"] == table["multus"]["version"] == "network-operator-v" + version
+    device_plugin = values["sriov-network-operator"]["images"]["sriovDevicePlugin"]
+    sriov = table["sriovDevicePlugin"]
+    assert device_plugin == "%s/%s:%s" % (sriov["repository"], sriov["image"], sriov["version"])
+
+
+def test_table_matches_the_pinned_chart_release():
+    """The chart the network_operator role pins (26.4.0, its values.yaml from shared/upstream/src) pins the same
+    component tag as that version's table row."""
+    version = pinned_charts.pinned_version("network-operator")
+    values = pinned_charts.values("network-operator")
+    _table_matches(values, version)
+    assert "nicClusterPolicy" not in values
+
+
 def test_table_matches_the_chart_release(shared_dir):
     """The chart values of v26.4.1 pin the same component tag the 26.4.1 table row uses."""
     path = os.path.join(shared_dir, "upstream", "network-operator", "values.default.yaml")
     with open(path) as handle:
         values = yaml.safe_load(handle)
-    table = nic_policy.COMPONENT_IMAGES["26.4.1"]
-    init = values["operator"]["ofedDriver"]["initContainer"]
-    assert init["repository"] == table["multus"]["repository"]
-    assert init["version"] == table["multus"]["version"] == "network-operator-v26.4.1"
-    device_plugin = values["sriov-network-operator"]["images"]["sriovDevicePlugin"]
-    sriov = table["sriovDevicePlugin"]
-    assert device_plugin == "%s/%s:%s" % (sriov["repository"], sriov["image"], sriov["version"])
+    _table_matches(values, "26.4.1")
     # none of the rendered parts is a Helm value: the chart stopped creating the policy in 24.10
     assert "nicClusterPolicy" not in values

@@ -1,6 +1,5 @@
 """gpu_sharing with a custom mig-parted config: the docs example rendered, the chart values, every refusal."""
 import copy
-import os
 import pathlib
 import re
 
@@ -11,7 +10,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpu_platform.cluster.plugins.filter.gpu_sharing import gpu_sharing_plan
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig_custom, sharing
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
-from tests.schema import crdschema
+from tests.schema import crdschema, pinned_charts
 
 DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "sharing.md"
 
@@ -31,7 +30,7 @@ def refused(call, *args):
     return err.value
 
 
-def test_the_docs_example_renders_the_config_map_and_values(shared_dir):
+def test_the_docs_example_renders_the_config_map_and_values():
     example = doc_example()
     plan = gpu_sharing_plan(example["gpu_platform_node_pools"], "time-slicing-config", "gpu-operator",
                             example["gpu_platform_mig_config"], "custom-mig-parted-config")
@@ -45,8 +44,7 @@ def test_the_docs_example_renders_the_config_map_and_values(shared_dir):
     values = plan["mig_manager_values"]
     expected = {"name": "custom-mig-parted-config", "default": "all-disabled", "create": False}
     assert values == {"migManager": {"config": expected}}
-    defaults = os.path.join(shared_dir, "upstream", "gpu-operator", "values.default.yaml")
-    assert crdschema.check_values_keys(values, defaults) == []
+    assert crdschema.check_values_keys(values, pinned_charts.values_path("gpu-operator")) == []
     # Byte-stable, and the same text mig_profile writes for the same config.
     again = gpu_sharing_plan(example["gpu_platform_node_pools"], "time-slicing-config", "gpu-operator",
                              copy.deepcopy(example["gpu_platform_mig_config"]))

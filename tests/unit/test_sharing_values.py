@@ -1,12 +1,10 @@
 """Tests of the gpu_sharing domain's node labels, chart values, warnings, expected allocatable, and the
 config hash and restart patch."""
-import os
-
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import sharing
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
-from tests.schema import crdschema
+from tests.schema import crdschema, pinned_charts
 from tests.unit.sharing_helpers import MIGP, TS, WHOLE, one, pool
 
 
@@ -41,11 +39,10 @@ def test_device_plugin_values(pools, expected):
     assert sharing.device_plugin_values(sharing.validate_pools(pools)) == expected
 
 
-def test_device_plugin_values_name_and_keys_exist_in_the_chart(shared_dir):
+def test_device_plugin_values_name_and_keys_exist_in_the_chart():
     values = sharing.device_plugin_values(sharing.validate_pools([TS]), name="dp-config")
     assert values["devicePlugin"]["config"]["name"] == "dp-config"
-    defaults = os.path.join(shared_dir, "upstream", "gpu-operator", "values.default.yaml")
-    assert crdschema.check_values_keys(values, defaults) == []
+    assert crdschema.check_values_keys(values, pinned_charts.values_path("gpu-operator")) == []
     with pytest.raises(ParamError):
         sharing.device_plugin_values([], name="Bad Name")
 

@@ -6,8 +6,9 @@ and an example ResourceClaimTemplate + Pod, for the dra_driver role.
 
 Private to the collection: not a public API. Pure: standard library only, no I/O.
 Value keys follow chart ``nvidia-dra-driver-gpu`` 25.12.0 (shared/upstream/dra-driver/values.default.yaml);
-the schema tests check every key this produces against that file (and the GPU Operator keys against
-shared/upstream/gpu-operator/values.default.yaml, v26.7.0).
+the schema tests check every key this produces against the pinned chart's values.yaml (the same file, read
+from its source archive in shared/upstream/src), and the GPU Operator keys against the values.yaml of the
+GPU Operator chart the gpu_operator role pins (v26.3.3, not v26.7.0's values.default.yaml).
 
 Facts this follows (sources in brackets; nothing copied):
 

@@ -4,8 +4,9 @@
 """GPU Operator chart values from the gpu_operator role's choices, and operand readiness.
 
 Private to the collection: not a public API. Pure: standard library only.
-Value keys follow the chart's values.yaml of GPU Operator v26.7.0 (shared/upstream/gpu-operator);
-the schema tests check every key this produces against that file.
+Value keys follow the values.yaml of the GPU Operator chart the role pins (v26.3.3, read by the tests from
+its source archive in shared/upstream/src); the schema tests check every key this produces against that
+file. Helm ignores a key the chart lacks, so a key only a newer release has would do nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm_r
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 MIG_STRATEGIES = ("none", "single", "mixed")
-# Components whose chart values take imagePullSecrets in v26.7 (dcgmExporter does not).
+# Components whose chart values take imagePullSecrets in v26.3.3, as in v26.7 (dcgmExporter does not).
 PULL_SECRET_COMPONENTS = ("operator", "validator", "driver", "toolkit", "devicePlugin", "gfd", "migManager",
                           "nodeStatusExporter", "gds", "gdrcopy")
 

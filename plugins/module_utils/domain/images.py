@@ -12,9 +12,11 @@ registry part changes: the path, the tag and the digest (the pins) stay as they 
 
 The charts' image values are data: ``CHART_IMAGES`` lists, per chart, where its values.yaml keeps an
 image's repository and its default (the default's registry decides whether a mirror applies). The
-lists follow the charts' values.yaml in shared/upstream (GPU Operator v26.7.0, Network Operator
-26.4.1, nvidia-dra-driver-gpu 25.12.0); a schema test compares them with those files, so a new image
-in a chart cannot go unmirrored unnoticed.
+lists follow the values.yaml of the chart versions the roles pin (GPU Operator v26.3.3, Network
+Operator 26.4.0, nvidia-dra-driver-gpu 25.12.0), read from their source archives in
+shared/upstream/src; a schema test compares them with those files, so a new image in a chart cannot
+go unmirrored unnoticed, and no value names a key the pinned chart lacks (Helm would ignore it: the
+GPU Operator's ``draDriver`` block is v26.7.0's, not v26.3.3's).
 """
 
 from __future__ import annotations
@@ -55,7 +57,6 @@ CHART_IMAGES = {
         (("sandboxDevicePlugin", "repository"), "nvcr.io/nvidia"),
         (("kataSandboxDevicePlugin", "repository"), "nvcr.io/nvidia/cloud-native"),
         (("ccManager", "repository"), "nvcr.io/nvidia/cloud-native"),
-        (("draDriver", "repository"), "nvcr.io/nvidia"),
     ),
     "network-operator": (
         (("operator", "repository"), "nvcr.io/nvidia/cloud-native"),
