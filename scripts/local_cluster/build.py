@@ -172,9 +172,9 @@ def _copy_flux_crds(go, target):
 
 def _build_cluster(go, versions, staging, build_log):
     run_build([go, "build", "-trimpath", "-ldflags", _ldflags(versions), "-o", str(staging / "gpcluster"),
-                "./cmd/gpcluster"], CLUSTER_MODULE, build_log, "the control plane (tools/cluster)")
+               "./cmd/gpcluster"], CLUSTER_MODULE, build_log, "the control plane (tools/cluster)")
     run_build([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / "kwok"), "sigs.k8s.io/kwok/cmd/kwok"],
-               KWOK_MODULE, build_log, "kwok (tools/kwok)")
+              KWOK_MODULE, build_log, "kwok (tools/kwok)")
     for component in COMPONENTS:
         os.symlink("gpcluster", staging / component)
     _copy_kwok_stages(go, staging / "stages")
@@ -183,7 +183,7 @@ def _build_cluster(go, versions, staging, build_log):
 def _build_flux(go, versions, staging, build_log):
     for name in FLUX_CONTROLLERS:
         run_build([go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(staging / name), "github.com/fluxcd/" + name],
-                   FLUX_DIR / name, build_log, "%s %s (tools/flux/%s)" % (name, versions[name], name))
+                  FLUX_DIR / name, build_log, "%s %s (tools/flux/%s)" % (name, versions[name], name))
     _copy_flux_crds(go, staging / "crds")
 
 

@@ -10,6 +10,7 @@ controller making each node's new driver pod; uninstall.yml leaves no object of 
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from kubernetes import config, dynamic
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
 from tests.fakes.charts import helm_env
+from tests.corpus.test_site_inputs import FIVE
 from tests.local_cluster import ROOT
 from tests.playbooks.conftest import PlayResult, site_env
 
@@ -77,6 +79,31 @@ def releases(site, name, namespace):
     """(revision, status) of each record helm keeps for the release, oldest first."""
     secrets = site.list("v1", "Secret", namespace, label_selector="owner=helm,name=" + name)
     return sorted((int(s["metadata"]["labels"]["version"]), s["metadata"]["labels"]["status"]) for s in secrets)
+
+
+def _snapshot(site):
+    """What a write of site.yml would change: the namespaces, every Secret and ConfigMap (helm's releases, the sharing
+    configs) by resourceVersion, and the platform's custom resources by generation (their status is the operators')."""
+    found = {"namespaces": sorted(n["metadata"]["name"] for n in site.list("v1", "Namespace"))}
+    for kind in ("Secret", "ConfigMap"):
+        found[kind] = sorted((o["metadata"].get("namespace"), o["metadata"]["name"], o["metadata"]["resourceVersion"])
+                             for o in site.list("v1", kind))
+    for api_version, kind in (("nvidia.com/v1", "ClusterPolicy"), ("mellanox.com/v1alpha1", "NicClusterPolicy")):
+        found[kind] = sorted((o["metadata"]["name"], o["metadata"].get("generation")) for o in site.list(api_version, kind))
+    return found
+
+
+@pytest.mark.parametrize("case", sorted(FIVE))
+def test_a_preflight_refusal_writes_nothing_to_the_real_api_server(site, case):
+    """Issue 32's five inputs, in direct mode on the local control plane before anything is installed: site.yml fails
+    in checks.yml with the one line naming the variable, and no object is created or changed."""
+    before = _snapshot(site)
+    result = site.run("site.yml", "-e", json.dumps(FIVE[case]))
+    assert result.failed == 1
+    messages = result.failure_messages()
+    assert len(messages) == 1 and messages[0].startswith(next(iter(FIVE[case])) + ": "), messages
+    assert "Finalization of task args" not in result.stdout
+    assert _snapshot(site) == before
 
 
 def test_site_converges_on_the_real_api_server_then_changes_nothing(site):
