@@ -117,7 +117,7 @@ def test_a_build_holds_the_binaries_image_and_chart_and_a_tampered_one_is_rebuil
     said = []
     bindir = build.ensure_built(go, log=said.append, entry=entry)
     assert bindir.name == build.cache_key(go, entry) and bindir.name.startswith("demo-")
-    assert [what for what, _ in sources["built"]] == ["manager (./cmd/manager in the archive of the Demo v1.0.0)"]
+    assert [what for what, _directory in sources["built"]] == ["manager (./cmd/manager in the archive of the Demo v1.0.0)"]
     assert sources["built"][0][1].name == "demo-v1.0.0", "built in the archive's tree"
     assert (bindir / "image" / "opt" / "demo" / "state-a" / "0100_daemonset.yaml").read_text() == "kind: DaemonSet\n"
     manifest = json.loads((bindir / "manifest.json").read_text())
@@ -192,15 +192,15 @@ def test_the_pinned_archive_holds_what_the_build_takes(operator):
     with tarfile.open(path, "r:xz") as archive:
         names = {member.name for member in archive.getmembers()}
         top = "%s-%s/" % (operator.archive, operator.version())
-        for _, package in operator.binaries:
+        for _binary, package in operator.binaries:
             assert any(n.startswith(top + package.lstrip("./")) and n.endswith(".go") for n in names), package
-        for inside, _ in operator.image:
+        for inside, _target in operator.image:
             assert top + inside in names or any(n.startswith(top + inside + "/") for n in names), inside
         for folder in operator.charts:
             chart = yaml.safe_load(archive.extractfile(top + folder + "/Chart.yaml").read())
             for dependency in chart.get("dependencies") or []:
                 assert top + "%s/charts/%s/Chart.yaml" % (folder, dependency["name"]) in names, (
                     "the subchart %s is not beside the chart: helm package would need to fetch it" % dependency["name"])
-            for relative, pattern, _ in operator.values_edits:
+            for relative, pattern, _replacement in operator.values_edits:
                 text = archive.extractfile(top + folder + "/" + relative).read().decode()
                 assert re.search(pattern, text), (relative, pattern)

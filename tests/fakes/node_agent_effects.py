@@ -250,7 +250,7 @@ def dra_devices(hardware, node_name, driver_version, mig=None):
     gpus = hardware.get("gpus")
     if not gpus or mig or not driver_version:
         return []
-    cuda = CUDA_OF_DRIVER.get(str(driver_version).split(".")[0], "12.0")
+    cuda = CUDA_OF_DRIVER.get(str(driver_version).split(".", maxsplit=1)[0], "12.0")
     devices = []
     for minor in range(gpus["count"]):
         digest = hashlib.sha256(("%s/%d" % (node_name, minor)).encode()).hexdigest()
