@@ -165,7 +165,7 @@ def test_a_layout_the_mig_config_map_lacks_fails_naming_the_node(aks_cluster, tm
     play = tmp_path / "mig.yml"
     play.write_text(
         "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - gpu_platform.cluster.mig_profile:\n"
-        "        kubeconfig: %s\n        nodes: [%s]\n        profile: all-balanced\n        wait_timeout: 60\n"
+        "        kubeconfig: %s\n        nodes: [%s]\n        profile: all-1g.10gb\n        wait_timeout: 60\n"
         % (aks_cluster.kubeconfig, node))
     command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", str(play)]
     result = PlayResult(subprocess.run(command, env=aks.env, capture_output=True, text=True, cwd=str(ROOT),
@@ -181,7 +181,10 @@ def test_nfd_with_the_gpu_operator_is_refused_before_any_write_and_shown_to_hang
         aks_fault_cluster, tmp_path):
     """The ordering the bare pool broke: with NFD in the GPU Operator (installed after the Network Operator), the
     NicClusterPolicy's components have no node to run on. site.yml now refuses it before any write; the network
-    layer run alone (no preflight) shows what it prevents."""
+    layer run alone (no preflight) shows what it prevents. With the real Network Operator chart (v26.4.0) it fails
+    sooner than the fixture chart did (whose release went through and left the SR-IOV device plugin without a node):
+    its ``nfd.deployNodeFeatureRules`` (default true, not tied to ``nfd.enabled``) renders a NodeFeatureRule, whose CRD
+    only an NFD brings, and the GPU Operator's comes after the network layer."""
     aks = BareFleet(aks_fault_cluster, tmp_path)
     refused = aks.run("-e", "gpu_platform_nfd_in_gpu_operator=true")
     assert refused.rc != 0
@@ -192,7 +195,9 @@ def test_nfd_with_the_gpu_operator_is_refused_before_any_write_and_shown_to_hang
                     playbook="playbooks/network_operator.yml")
     assert alone.rc != 0
     message = " ".join(alone.failure_messages())
-    assert "network-operator-sriov-device-plugin: no node matches its node affinity and selector" in message, message
+    assert 'no matches for kind "NodeFeatureRule" in version "nfd.k8s-sigs.io/v1alpha1"' in message, message
+    assert aks.get("mellanox.com/v1alpha1", "NicClusterPolicy") is None \
+        or aks.get("mellanox.com/v1alpha1", "NicClusterPolicy")["items"] == []
 
 
 def test_a_stuck_sriov_device_plugin_stops_site_in_the_network_layer(aks_fault_cluster, tmp_path):
