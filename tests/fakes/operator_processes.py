@@ -127,8 +127,8 @@ def command_line(spec, build, container, ports, account_dir):
     for top in sorted({"/" + target.strip("/").split("/")[0] for target in mounts}):
         script.append("mount -t tmpfs gpu-platform-pod %s" % shlex.quote(top))
     for target, source in sorted(mounts.items()):
-        script.append("mkdir -p %s && mount --bind %s %s" % (shlex.quote(target), shlex.quote(source),
-                                                              shlex.quote(target)))
+        quoted = (shlex.quote(target), shlex.quote(source), shlex.quote(target))
+        script.append("mkdir -p %s && mount --bind %s %s" % quoted)
     script.append("exec %s" % " ".join(shlex.quote(a) for a in [str(build / spec.binary)] + args))
     return ["unshare", "--mount", "--propagation", "private", "sh", "-ec", " && ".join(script)]
 
@@ -262,8 +262,8 @@ class OperatorProcesses(Controller):
                 ready = response.status == 200
         except OSError:
             ready = False
-        set_pod_ready(self.store, pod, None if ready else ("Running", "%s: %s not ready yet"
-                                                             % (running.spec.name, running.spec.ready_path)))
+        waiting = ("Running", "%s: %s not ready yet" % (running.spec.name, running.spec.ready_path))
+        set_pod_ready(self.store, pod, None if ready else waiting)
         self.clock.call_later(READY_POLL if not ready else READY_POLL * 10, lambda: self._probe(running))
 
 
