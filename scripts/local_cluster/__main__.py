@@ -130,7 +130,7 @@ def _real_charts(builds):
     charts = {}
     for bindir in builds.values():
         for name, chart in (json.loads((bindir / "manifest.json").read_text()).get("charts") or {}).items():
-            charts[(name, str(chart["version"]))] = bindir / chart["file"]
+            charts[(chart.get("name") or name, str(chart["version"]))] = bindir / chart["file"]
     return charts
 
 

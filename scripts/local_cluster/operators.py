@@ -11,7 +11,12 @@ checksum database makes a module version immutable). An entry holds:
 * ``image/``: the files the controller reads at run time, at the paths its container image has them (the GPU
   Operator's ``/opt/gpu-operator``, the Network Operator's ``/manifests`` and ``/webhook-schemas``);
 * ``charts/``: the project's Helm chart (with the subcharts it keeps beside it), ``helm package``d at the
-  pinned version as its release does it, the chart names and versions recorded in ``manifest.json``.
+  pinned version as its release does it, the chart names and versions recorded in ``manifest.json``;
+* for the Network Operator also its "next patch" (``relabelled``): no source of 26.4.1 is here, so the upgrade path
+  (``playbooks/upgrade.yml``, ``make gitops-test``) rolls to the 26.4.0 source's chart packaged again at 26.4.1,
+  with what a patch release changes moved to the new tag (the chart's version and appVersion, so the operator's
+  image tag, and the components' ``network-operator-v26.4.0`` image tags in its values). It is the 26.4.0 chart
+  relabelled, not the 26.4.1 release: templates, CRDs and operator binary are 26.4.0's.
 """
 
 import hashlib
@@ -34,7 +39,7 @@ UPSTREAM_SRC = ROOT.parent / "shared" / "upstream" / "src"
 HELM = ROOT / "tools" / "bin" / "helm"  # helm 3 (make tools), or HELM_BIN
 # What the KAI chart runs (the operator) and what the operator runs from its Config (templates/kai-config.yaml).
 KAI_BINARIES = ("operator", "scheduler", "binder", "podgrouper", "podgroupcontroller", "queuecontroller", "admission")
-FORMAT = "1"  # bump when the build below changes (flags, binaries, image layout, chart packaging)
+FORMAT = "1"  # bump (or an operator's build_format) when the build below changes (flags, binaries, image, charts)
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,9 @@ class Operator:  # pylint: disable=too-many-instance-attributes
     chart_version: str = "%(bare)s"  # helm package --version (bare: the tag without its "v")
     app_version: str = "%(tag)s"  # helm package --app-version
     values_edits: tuple = ()  # (file in the chart, pattern, replacement): what the project's release script changes
+    relabelled: tuple = ()  # more chart versions ("26.4.1"): the pinned source's chart packaged again at each
+    relabel_values: str = ""  # an image tag in values.yaml (%-formatted) a relabelled chart moves to its own tag
+    build_format: str = FORMAT  # this operator's entry's format (bump when its build alone changes)
 
     def version(self):
         """The pinned tag (``v`` and the role's chart version)."""
@@ -115,7 +123,9 @@ OPERATORS = (
                     ("deployment/network-operator/charts/sriov-network-operator/crds", "crds/sriov-network-operator"),
                     ("deployment/network-operator/charts/node-feature-discovery/crds", "crds/node-feature-discovery"),
                     ("deployment/network-operator/charts/maintenance-operator-chart/crds",
-                     "crds/maintenance-operator"))),
+                     "crds/maintenance-operator")),
+             # the upgrade path's next patch (scripts/local_cluster NEXT_CHARTS): 26.4.0's chart relabelled
+             relabelled=("26.4.1",), relabel_values="network-operator-%(tag)s", build_format="2"),
     Operator("kueue", "Kueue", "roles/scheduling/defaults/main.yml", "scheduling_kueue_chart_version",
              (("kueue", "./cmd/kueue"),), ("charts/kueue",), module="sigs.k8s.io/kueue",
              version_flags=("sigs.k8s.io/kueue/pkg/version.GitVersion=%(tag)s",
@@ -191,7 +201,7 @@ def _copy(source, target):
     if not source.is_dir():
         raise ClusterError("%s is not in the source: the layout this build expects has changed (bump FORMAT in %s "
                            "after fixing it)" % (source, Path(__file__).relative_to(ROOT)))
-    for folder, _, files in os.walk(source):
+    for folder, _subfolders, files in os.walk(source):
         into = target / Path(folder).relative_to(source)
         into.mkdir(parents=True, exist_ok=True)
         for name in files:
@@ -218,8 +228,13 @@ def _chart_yaml(archive):
 
 
 def _release_edits(operator, chart, formats):
-    """What the project's release script changes in the chart's values before it packages it."""
-    for relative, pattern, replacement in operator.values_edits:
+    """What the project's release script changes in the chart's values before it packages it; for a relabelled
+    version (``formats`` not the pin's), the pin's image tag in values.yaml moved to that version's."""
+    pinned = _formats(operator.version())
+    edits = list(operator.values_edits)
+    if formats["tag"] != pinned["tag"] and operator.relabel_values:
+        edits.append(("values.yaml", re.escape(operator.relabel_values % pinned) + r"\b", operator.relabel_values))
+    for relative, pattern, replacement in edits:
         path = chart / relative
         text, count = re.subn(pattern, replacement % formats, path.read_text(encoding="utf-8"))
         if not count:
@@ -228,9 +243,10 @@ def _release_edits(operator, chart, formats):
         path.write_text(text, encoding="utf-8")
 
 
-def _package(operator, chart, target, log):
-    """``helm package`` the chart folder ``chart`` into ``target`` at the pin (helm's settings in a scratch home)."""
-    formats = _formats(operator.version())
+def _package(operator, chart, target, log, version=None):
+    """``helm package`` the chart folder ``chart`` into ``target`` at the pin, or at ``version`` (a relabelled
+    chart: ``v<version>``), helm's settings in a scratch home."""
+    formats = _formats(version or operator.version())
     env = {key: value for key, value in os.environ.items() if not key.startswith("HELM_") and key != "KUBECONFIG"}
     for name in ("HOME", "HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"):
         env[name] = str(chart.parent / "helm-home" / name.lower())
@@ -248,14 +264,17 @@ def _package(operator, chart, target, log):
                               "\n  ".join(tail), log))
 
 
-def _charts(target):
-    """manifest.json's record of the packaged charts: name, version, appVersion, dependencies, subcharts inside."""
+def _charts(target, relabelled=()):
+    """manifest.json's record of the packaged charts: name, version, appVersion, dependencies, subcharts inside; a
+    relabelled chart's key is ``<name>@<version>``."""
     charts = {}
     for archive in sorted(target.glob("*.tgz")):
         found = _chart_yaml(archive)
         top = found.pop("")
-        charts[top["name"]] = {
-            "file": "charts/" + archive.name, "version": str(top["version"]), "appVersion": str(top.get("appVersion")),
+        version = str(top["version"])
+        charts[top["name"] + ("@" + version if version in relabelled else "")] = {
+            "name": top["name"], "file": "charts/" + archive.name, "version": version,
+            "appVersion": str(top.get("appVersion")),
             "dependencies": {str(d["name"]): str(d.get("version")) for d in top.get("dependencies") or []},
             "subcharts": {str(meta["name"]): str(meta["version"]) for meta in found.values()}}
     return charts
@@ -279,7 +298,12 @@ def _build(operator, go, staging, log, scratch):
         chart = scratch / "charts" / Path(folder).name
         _copy(source / folder, chart)
         _package(operator, chart, staging / "charts", log)
-    return {"charts": _charts(staging / "charts"), "source": dict(operator.source_id(), commit=commit)}
+        for version in operator.relabelled:
+            again = scratch / "relabelled" / version / Path(folder).name
+            _copy(source / folder, again)
+            _package(operator, again, staging / "charts", log, version="v" + version)
+    return {"charts": _charts(staging / "charts", operator.relabelled),
+            "source": dict(operator.source_id(), commit=commit)}
 
 
 def entry(operator):
@@ -302,9 +326,9 @@ def entry(operator):
     def inputs():
         return ["%s %s" % pair for pair in sorted(operator.source_id().items())]
 
-    return Entry(operator.name, (), tuple(name for name, _ in operator.binaries), operator.name + "-", FORMAT,
-                 operator.title + " %(version)s (from %(source)s)", "minutes on 2 cores", pins, build, inputs=inputs,
-                 make="operators-build")
+    return Entry(operator.name, (), tuple(name for name, _package in operator.binaries), operator.name + "-",
+                 operator.build_format, operator.title + " %(version)s (from %(source)s)", "minutes on 2 cores", pins,
+                 build, inputs=inputs, make="operators-build")
 
 
 ENTRIES = {operator.name: entry(operator) for operator in OPERATORS}

@@ -122,7 +122,7 @@ def test_a_build_holds_the_binaries_image_and_chart_and_a_tampered_one_is_rebuil
     assert (bindir / "image" / "opt" / "demo" / "state-a" / "0100_daemonset.yaml").read_text() == "kind: DaemonSet\n"
     manifest = json.loads((bindir / "manifest.json").read_text())
     assert manifest["charts"] == {"demo-operator": {
-        "file": "charts/demo-operator-v1.0.0.tgz", "version": "v1.0.0", "appVersion": "v1.0.0", "dependencies": {},
+        "name": "demo-operator", "file": "charts/demo-operator-v1.0.0.tgz", "version": "v1.0.0", "appVersion": "v1.0.0", "dependencies": {},
         "subcharts": {"nfd": "1.2.3"}}}
     assert manifest["source"] == {"archive": "demo-v1.0.0.tar.xz", "commit": "0123456789abcdef0123456789abcdef01234567",
                                   "sha256": entry.inputs()[1].split()[1]}

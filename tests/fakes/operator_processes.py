@@ -10,8 +10,12 @@ real binary on this machine, as that pod's container would run it:
   namespace, where the kubelet mounts them (``/var/run/secrets/kubernetes.io/serviceaccount``) and
   ``KUBERNETES_SERVICE_HOST``/``PORT`` naming the API server, so the process uses client-go's in-cluster config
   and the RBAC the chart grants is what it gets;
-* the files its image holds at the paths it reads them (the GPU Operator's ``/opt/gpu-operator``);
-  both through a private mount namespace (``unshare --mount``), over tmpfs, without touching the machine's files;
+* the files its image holds at the paths it reads them: beside the machine's own (the GPU Operator's
+  ``/opt/gpu-operator``), or as the whole root it runs in (``image_root``: the Network Operator reads ``/manifests``
+  and, from its working directory ``/``, ``./webhook-schemas``), with the binary where the image has it, the
+  machine's ``/dev``, ``/proc`` and ``/sys``, a private ``/tmp`` and nothing else of the machine's, as in its
+  container; both through a private mount namespace (``unshare --mount``), over tmpfs, without touching the
+  machine's files;
 * its metrics and health endpoints on free loopback ports (flags appended after the chart's, so they win).
 
 The pod is Ready only while the process's readiness endpoint answers 200, so helm's wait and the Deployment's
@@ -56,6 +60,8 @@ class OperatorProcess:
     container: str  # the container of the pod the process is
     binary: str  # in the build's directory
     mounts: dict = field(default_factory=dict)  # path in the image -> directory in the build (under image/)
+    image_root: bool = False  # the build's image/ is the root it runs in (chrooted), not mounts beside the machine's
+    workdir: str = ""  # the container's working directory (image_root); "" for the process's own folder
     metrics_flag: str = "--metrics-bind-address"
     probe_flag: str = "--health-probe-bind-address"
     ready_path: str = "/readyz"
@@ -66,6 +72,13 @@ PROCESSES = (
     # each state's manifests from /opt/gpu-operator/state-*; its image copies assets/ and manifests/ there.
     OperatorProcess("gpu-operator", {"app": "gpu-operator", "app.kubernetes.io/component": "gpu-operator"},
                     "gpu-operator", "gpu-operator", mounts={"/opt/gpu-operator": "image/opt/gpu-operator"}),
+    # network-operator v26.4.0: main.go (flags; ENABLE_WEBHOOKS off unless operator.admissionController.enabled,
+    # which the role leaves off); its Dockerfile's image is WORKDIR / with /manifests (the chart's
+    # STATE_MANIFEST_BASE_DIR) and /webhook-schemas (read as ./webhook-schemas). The chart's operator pod: the
+    # selector labels and the drain-skip label, which its CRD upgrade hook's pod lacks.
+    OperatorProcess("network-operator", {"app.kubernetes.io/name": "network-operator",
+                                         "nvidia.com/ofed-driver-upgrade-drain.skip": "true"},
+                    "network-operator", "network-operator", image_root=True, workdir="/"),
 )
 
 
@@ -121,6 +134,8 @@ def command_line(spec, build, container, ports, account_dir):
     args = list(container.get("args") or [])
     args += ["%s=127.0.0.1:%d" % (spec.metrics_flag, ports["metrics"]),
              "%s=127.0.0.1:%d" % (spec.probe_flag, ports["probe"])]
+    if spec.image_root:
+        return _in_image_root(spec, build, args, account_dir)
     mounts = dict({os.path.realpath(SA_DIR): str(account_dir)},
                   **{target: str(build / source) for target, source in spec.mounts.items()})
     script = []
@@ -130,6 +145,32 @@ def command_line(spec, build, container, ports, account_dir):
         quoted = (shlex.quote(target), shlex.quote(source), shlex.quote(target))
         script.append("mkdir -p %s && mount --bind %s %s" % quoted)
     script.append("exec %s" % " ".join(shlex.quote(a) for a in [str(build / spec.binary)] + args))
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-ec", " && ".join(script)]
+
+
+HOST_DIRS = ("/dev", "/proc", "/sys")  # what a container's runtime gives it of the machine's
+
+
+def _in_image_root(spec, build, args, account_dir):
+    """``command_line`` for ``image_root``: a tmpfs root beside the ServiceAccount folder holding the image's
+    top-level entries (bound from the build's image/), the binary at ``/<binary>``, the machine's ``HOST_DIRS`` and
+    the ServiceAccount files; ``unshare --root --wd`` runs the binary in it from the container's working directory."""
+    root = account_dir.parent / "root"
+    image = build / "image"
+    binds = [(str(image / entry.name), "/" + entry.name, entry.is_dir()) for entry in sorted(image.iterdir())]
+    binds += [(str(build / spec.binary), "/" + spec.binary, False), (str(account_dir), SA_DIR, True)]
+    q = shlex.quote
+    script = ["mkdir -p %s" % q(str(root)), "mount -t tmpfs gpu-platform-pod %s" % q(str(root)),
+              "mkdir -p %s" % q(str(root) + "/tmp")]
+    for host in HOST_DIRS:
+        script.append("mkdir -p %s && mount --rbind %s %s" % (q(str(root) + host), host, q(str(root) + host)))
+    for source, target, folder in binds:
+        inside = q(str(root) + target)
+        make = "mkdir -p %s" % inside if folder else "mkdir -p %s && touch %s" % (q(os.path.dirname(
+            str(root) + target)), inside)
+        script.append("%s && mount --bind %s %s" % (make, q(source), inside))
+    argv = " ".join(q(a) for a in ["/" + spec.binary] + args)
+    script.append("exec unshare --root=%s --wd=%s %s" % (q(str(root)), q(spec.workdir or "/"), argv))
     return ["unshare", "--mount", "--propagation", "private", "sh", "-ec", " && ".join(script)]
 
 

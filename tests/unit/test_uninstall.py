@@ -253,3 +253,13 @@ def test_restore_refuses_something_that_is_not_a_manifest():
     with pytest.raises(ParamError) as exc:
         uninstall.restore_plan({"files": []}, "/b", {})
     assert exc.value.field == "manifest" and "host_driver_runtime_backup_dir" in exc.value.msg
+
+
+def test_the_network_operator_charts_nic_node_policy_crd_goes_too():
+    """Network Operator v26.4.0's chart (crds/mellanox.com_nicnodepolicies.yaml) installs the NicNodePolicy's CRD
+    beside the NicClusterPolicy's: uninstall with gpu_platform_uninstall_crds removes it (the real chart left it)."""
+    plan = uninstall.plan(settings(gpu_platform_uninstall_crds=True))
+    names = [c["metadata"]["name"] for c in layer(plan, "network_operator")["crds"]]
+    assert "nicnodepolicies.mellanox.com" in names and "nicclusterpolicies.mellanox.com" in names
+    kinds = [k["kind"] for k in layer(plan, "network_operator")["cr_kinds"]]
+    assert "NicNodePolicy" in kinds

@@ -22,8 +22,10 @@ CHART_CRDS = {
         "nodefeaturerules.nfd.k8s-sigs.io": ("nfd.k8s-sigs.io/v1alpha1", "NodeFeatureRule"),
         "nodefeaturegroups.nfd.k8s-sigs.io": ("nfd.k8s-sigs.io/v1alpha1", "NodeFeatureGroup"),
     },
+    # The chart's crds/ (v26.4.0: NicNodePolicy too) and NV-IPAM's, which the operator installs from the policy.
     "network-operator": {
         "nicclusterpolicies.mellanox.com": ("mellanox.com/v1alpha1", "NicClusterPolicy"),
+        "nicnodepolicies.mellanox.com": ("mellanox.com/v1alpha1", "NicNodePolicy"),
         "macvlannetworks.mellanox.com": ("mellanox.com/v1alpha1", "MacvlanNetwork"),
         "hostdevicenetworks.mellanox.com": ("mellanox.com/v1alpha1", "HostDeviceNetwork"),
         "ipoibnetworks.mellanox.com": ("mellanox.com/v1alpha1", "IPoIBNetwork"),
