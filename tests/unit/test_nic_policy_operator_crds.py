@@ -52,7 +52,7 @@ class OperatorCluster:
 
 
 def objects():
-    policy, _ = workflow.request(dict(PARAMS))
+    policy, _outputs = workflow.request(dict(PARAMS))
     return nic_policy_render.render(policy)
 
 
