@@ -170,7 +170,7 @@ def test_a_layout_the_mig_config_map_lacks_fails_naming_the_node(aks_cluster, tm
     command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", str(play)]
     result = PlayResult(subprocess.run(command, env=aks.env, capture_output=True, text=True, cwd=str(ROOT),
                                        check=False, timeout=300))
-    assert result.rc != 0
+    assert result.rc != 0, result.stdout[-3000:]
     message = " ".join(result.failure_messages())
     assert node in message and "failed" in message, message
     labels = aks.get("v1", "Node", node)["metadata"]["labels"]
@@ -207,7 +207,7 @@ def test_a_stuck_sriov_device_plugin_stops_site_in_the_network_layer(aks_fault_c
     proc = cluster_command("fault", "sriov-device-plugin:stuck:" + node, env=aks_fault_cluster.env())
     assert proc.returncode == 0, proc.stderr
     result = aks.run("-e", "network_operator_wait_timeout=45")
-    assert result.rc != 0
+    assert result.rc != 0, result.stdout[-3000:]
     message = " ".join(result.failure_messages())
     assert "state-SRIOV-device-plugin=notReady" in message, message
     assert "DaemonSet nvidia-network-operator/network-operator-sriov-device-plugin: pods not Ready on node %s " \

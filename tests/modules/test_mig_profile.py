@@ -88,6 +88,20 @@ def test_stop_on_first_failure_leaves_the_rest_untouched(cluster):
     assert labels(api, "gpu-00")[STATE] == "success"
 
 
+def test_the_state_of_the_previous_layout_is_not_taken_for_the_new_ones(fake_api_factory):
+    """A node at all-disabled reads mig.config.state=success until its MIG manager notices the new layout: that
+    success is the old layout's. With no MIG manager acting, the rollout must wait (and time out), not succeed."""
+    clock = FakeClock()
+    api = fake_api_factory(clock=clock, controllers=default_controllers())
+    api.store.create(mig_node("gpu-00", **{CONFIG: "all-disabled", STATE: "success"}))
+    kube = KubeClient(kubeconfig=api.kubeconfig)
+    with pytest.raises(GpuPlatformError) as err:
+        workflow.run({"nodes": ["gpu-00"], "profile": "all-1g.10gb", "wait_timeout": "60s"}, lambda: kube,
+                     clock=clock, interval=5.0)
+    assert "did not finish within 60s" in err.value.msg and "gpu-00: state unset" in err.value.msg
+    assert labels(api, "gpu-00")[CONFIG] == "all-1g.10gb" and STATE not in labels(api, "gpu-00")
+
+
 def test_a_node_that_stays_pending_times_out_as_stuck(cluster):
     api, kube = cluster(count=2, delay=10_000.0)
     with pytest.raises(GpuPlatformError) as err:

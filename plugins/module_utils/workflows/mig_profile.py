@@ -167,7 +167,10 @@ class Rollout:
                     if plan.action == "retrigger":  # the MIG manager acts on a change of the label
                         self.kube.patch_labels("v1", "Node", plan.name, {mig_rollout.CONFIG: None,
                                                                          mig_rollout.STATE: None})
-                    self.kube.patch_labels("v1", "Node", plan.name, {mig_rollout.CONFIG: self.profile})
+                    # The state the MIG manager wrote for the previous layout ("success") would read as this one's
+                    # until it notices the change: it goes with the same patch, and the manager writes it anew.
+                    self.kube.patch_labels("v1", "Node", plan.name, {mig_rollout.CONFIG: self.profile,
+                                                                     mig_rollout.STATE: None})
                 nodes = self._wait(names)
                 remaining = remaining[len(names):]
                 failed = mig_rollout.batch_outcome(nodes, self.profile)[1]
