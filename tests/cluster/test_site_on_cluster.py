@@ -82,12 +82,18 @@ def releases(site, name, namespace):
 
 
 def _snapshot(site):
-    """What a write of site.yml would change: the namespaces, every Secret and ConfigMap (helm's releases, the sharing
-    configs) by resourceVersion, and the platform's custom resources by generation (their status is the operators')."""
-    found = {"namespaces": sorted(n["metadata"]["name"] for n in site.list("v1", "Namespace"))}
+    """What a write of site.yml would change: the platform's namespaces, the Secrets and ConfigMaps in them (helm's
+    releases, the sharing configs) by resourceVersion, and the platform's custom resources by generation (their status
+    is the operators'). Taken once no namespace is still going (an earlier test's uninstall)."""
+    deadline = time.monotonic() + 120
+    while any(n.get("status", {}).get("phase") == "Terminating" for n in site.list("v1", "Namespace")) \
+            and time.monotonic() < deadline:
+        time.sleep(1)
+    ours = [n["metadata"]["name"] for n in site.list("v1", "Namespace") if n["metadata"]["name"] in OUR_NAMESPACES]
+    found = {"namespaces": sorted(ours)}
     for kind in ("Secret", "ConfigMap"):
-        found[kind] = sorted((o["metadata"].get("namespace"), o["metadata"]["name"], o["metadata"]["resourceVersion"])
-                             for o in site.list("v1", kind))
+        found[kind] = sorted((o["metadata"]["namespace"], o["metadata"]["name"], o["metadata"]["resourceVersion"])
+                             for namespace in ours for o in site.list("v1", kind, namespace))
     for api_version, kind in (("nvidia.com/v1", "ClusterPolicy"), ("mellanox.com/v1alpha1", "NicClusterPolicy")):
         found[kind] = sorted((o["metadata"]["name"], o["metadata"].get("generation")) for o in site.list(api_version, kind))
     return found
@@ -108,7 +114,7 @@ def test_a_preflight_refusal_writes_nothing_to_the_real_api_server(site, case):
 
 def test_site_converges_on_the_real_api_server_then_changes_nothing(site):
     first = site.run("site.yml")
-    assert first.failed == 0, first.failure_messages() or first.debug_text()
+    assert first.failed == 0, first.failure_details() or first.debug_text()
     assert first.changed > 0
     policy = site.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
     assert policy["status"]["state"] == "ready"

@@ -102,6 +102,34 @@ def test_the_state_of_the_previous_layout_is_not_taken_for_the_new_ones(fake_api
     assert labels(api, "gpu-00")[CONFIG] == "all-1g.10gb" and STATE not in labels(api, "gpu-00")
 
 
+class LateDiscovery(Controller):
+    """GPU Feature Discovery labelling a new node ``after`` seconds (once its driver is loaded)."""
+
+    watches = frozenset({("", "Node")})
+
+    def __init__(self, after):
+        self.after = after
+
+    def handle(self, event):
+        if event.type == "ADDED":
+            self.clock.call_later(self.after, lambda: self.store.set_labels("v1", "Node", event.name, {
+                "nvidia.com/mig.capable": "true", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}))
+
+
+def test_a_node_gfd_has_not_labelled_yet_is_waited_for_not_refused(fake_api_factory):
+    clock = FakeClock()
+    api = fake_api_factory(clock=clock, controllers=[LateDiscovery(30.0), MigManager(delay=5.0)] + default_controllers())
+    node = gpu_node("gpu-00")
+    for key in ("nvidia.com/mig.capable", "nvidia.com/gpu.product"):
+        node["metadata"]["labels"].pop(key, None)
+    api.store.create(node)
+    kube = KubeClient(kubeconfig=api.kubeconfig)
+    result = workflow.run({"nodes": ["gpu-00"], "profile": "all-1g.10gb", "wait_timeout": "5m"}, lambda: kube,
+                          clock=clock, interval=5.0)
+    assert result["changed"] and labels(api, "gpu-00")[STATE] == "success"
+    assert clock.time() >= 30, "it waited for GFD's labels"
+
+
 def test_a_node_that_stays_pending_times_out_as_stuck(cluster):
     api, kube = cluster(count=2, delay=10_000.0)
     with pytest.raises(GpuPlatformError) as err:

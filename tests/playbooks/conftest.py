@@ -64,6 +64,16 @@ class PlayResult:
         return [res.get("msg", "") for name, res in self.tasks() if res.get("failed") and not res.get("skipped")
                 and not res.get("_ansible_ignore_errors")]
 
+    def failure_details(self):
+        """Each failed task's name and message, and a loop's failed items' own messages (for an assertion's text)."""
+        out = []
+        for name, res in self.tasks():
+            if res.get("failed") and not res.get("skipped") and not res.get("_ansible_ignore_errors"):
+                out.append("%s: %s" % (name, res.get("msg", "")))
+                out += ["  item %s: %s" % (item.get("item"), item.get("msg", "")) for item in res.get("results") or []
+                        if isinstance(item, dict) and item.get("failed")]
+        return out
+
     def changed_tasks(self):
         return [name for name, res in self.tasks() if res.get("changed")]
 

@@ -64,6 +64,21 @@ def read_nodes(kube, params):
     return nodes
 
 
+def labelled(kube, params, nodes, timeout, clock=None, interval=5.0):
+    """The nodes once GPU Feature Discovery has labelled each (``nvidia.com/mig.capable`` set, true or false): it does
+    once the node's driver is loaded, which can come after the ClusterPolicy says ready. A node whose label stays unset
+    for ``timeout`` is returned as it is (``products`` then refuses it, naming it)."""
+    def settled(found):
+        return all(mig_rollout.CAPABLE in mig_rollout.labels_of(n) for n in found)
+    if settled(nodes):
+        return nodes
+    try:
+        return wait_for(lambda: read_nodes(kube, params), settled, timeout, clock, interval,
+                        describe=mig_rollout.describe_batch)
+    except WaitTimeout as exc:
+        return exc.details.get("last") or nodes
+
+
 def products(nodes):
     """Node name -> catalog product; refuses nodes that are not MIG capable, naming them."""
     out, refused = {}, []
@@ -210,7 +225,7 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=5.0):
     if params.get("render_to"):
         return run_render(params, check_mode)
     kube = kube_factory()
-    nodes = read_nodes(kube, params)
+    nodes = labelled(kube, params, read_nodes(kube, params), timeout, clock, interval)
     product_by_node = products(nodes)
     layouts = _check_profile(params, product_by_node)
     plans = mig_rollout.plan_nodes(nodes, params["profile"], params.get("retrigger_stuck", False))
