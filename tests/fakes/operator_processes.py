@@ -33,9 +33,7 @@ from __future__ import annotations
 import base64
 import os
 import shlex
-import socket
 import subprocess
-import threading
 import time
 import urllib.parse
 import urllib.request
@@ -43,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
+from scripts.local_cluster.processes import pick_ports
 
 from .controller_base import Controller, finish_deletion, set_pod_ready
 
@@ -99,12 +99,6 @@ def parse_builds(text):
             raise ValueError("--operator-builds: %r is not name=<directory>" % part)
         builds[name] = Path(directory)
     return builds
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def container_env(pod, container):
@@ -201,7 +195,6 @@ class OperatorProcesses(Controller):
         self.api_server, self.ca_data = server, ca_data
         self.workdir = Path(workdir)
         self.running = {}  # (namespace, pod) -> _Running
-        self.lock = threading.Lock()
 
     def handle(self, event):
         pod = event.obj
@@ -246,7 +239,7 @@ class OperatorProcesses(Controller):
         token = self.store.token(meta["namespace"], account, TOKEN_SECONDS)
         home = self.workdir / ("%s-%s" % (meta["namespace"], meta["name"]))
         write_account(home / "serviceaccount", meta["namespace"], token, self.ca_data)
-        ports = {"metrics": free_port(), "probe": free_port()}
+        ports = pick_ports(("metrics", "probe"))  # two distinct free loopback ports
         argv = command_line(spec, self.builds[spec.name], container, ports, home / "serviceaccount")
         address = urllib.parse.urlsplit(self.api_server)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
