@@ -324,7 +324,8 @@ def run(cluster, work):
         raise Failed("the bump should upgrade the Network Operator alone: %s (before %s)" % (revisions, before))
     image = json.loads(kubectl(cluster, "-n", "nvidia-network-operator", "get", "deployment", "network-operator",
                                "-o", "json").stdout)["spec"]["template"]["spec"]["containers"][0]["image"]
-    if not image.endswith(":" + CURRENT_NETWORK_OPERATOR):
+    # The local test chart tags the image 26.4.1; the real chart (CLUSTER_OPERATORS=...,network-operator) v26.4.1.
+    if image.rpartition(":")[2] not in (CURRENT_NETWORK_OPERATOR, "v" + CURRENT_NETWORK_OPERATOR):
         raise Failed("the Network Operator runs %s after the bump" % image)
     order = applied_order(items)
     problem = order_problem(order, "gpu-platform-network-operator", "gpu-platform-network-config")

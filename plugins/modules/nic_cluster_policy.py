@@ -158,6 +158,15 @@ options:
     type: list
     elements: str
     default: []
+  render_ipam_to:
+    description:
+      - With O(render_to), a directory for the objects whose CRDs the Network Operator installs itself when it
+        reconciles the policy (NV-IPAM's C(IPPool)); by default O(render_to). A GitOps reconciler dry-runs a unit
+        before applying it, and these fail that dry-run until the policy is reconciled, so site.yml writes them
+        to the bundle's C(network-ipam) unit, applied once the policy is ready (docs/gitops.md).
+      - Their files left in O(render_to) by an earlier render are removed.
+    type: path
+    version_added: 0.2.0
   state:
     description: V(present) applies; V(absent) removes the policy and the network objects.
     type: str
@@ -266,7 +275,8 @@ states:
   returned: when O(wait=true)
   type: dict
 rendered:
-  description: With O(render_to), the directory, the files and those that changed.
+  description: With O(render_to), the directory, the files and those that changed; with O(render_ipam_to) another
+    folder, C(ipam) the same for it.
   returned: with O(render_to)
   type: dict
 """
@@ -307,6 +317,7 @@ ARGUMENT_SPEC = shared.combine(
     image_pull_secrets={"type": "list", "elements": "str", "default": [], "no_log": False},
     node_affinity={"type": "dict"},
     driver_upgrade_policy={"type": "dict"},
+    render_ipam_to={"type": "path"},
     state={"type": "str", "choices": ["present", "absent"], "default": "present"},
 )
 

@@ -161,6 +161,26 @@ def test_render_to_validates_and_is_idempotent(tmp_path, shared_dir, mode, extra
     assert again["changed"] is False
 
 
+def test_render_ipam_to_puts_the_ippool_in_a_folder_of_its_own(tmp_path, shared_dir):
+    """The IPPool's CRD comes from the operator once it reconciles the policy (its chart has none): site.yml writes the
+    IPPool to the bundle's network-ipam unit, which a reconciler applies once the policy is ready."""
+    config, ipam = tmp_path / "platform" / "network-config", tmp_path / "platform" / "network-ipam"
+    config.mkdir(parents=True)
+    (config / "ippool-nvidia-network-operator-rdma-net.yaml").write_text("stale: an earlier render's IPPool\n")
+    params = dict(BASE, render_to=str(config), render_ipam_to=str(ipam), kubeconfig="/nonexistent")
+    failed, result = run_module("nic_cluster_policy", params)
+    assert not failed, result
+    kinds = {name: yaml.safe_load((config / name).read_text())["kind"] for name in os.listdir(config)}
+    assert "IPPool" not in kinds.values() and "NicClusterPolicy" in kinds.values()
+    assert [yaml.safe_load((ipam / name).read_text())["kind"] for name in os.listdir(ipam)] == ["IPPool"]
+    assert result["rendered"]["ipam"]["files"] == os.listdir(ipam)
+    assert "ippool-nvidia-network-operator-rdma-net.yaml" in result["rendered"]["changed_files"]  # the stale one
+    failed, again = run_module("nic_cluster_policy", params)
+    assert not failed and again["changed"] is False
+    failed, gone = run_module("nic_cluster_policy", dict(params, state="absent"))
+    assert not failed and gone["changed"] and os.listdir(config) == [] and os.listdir(ipam) == []
+
+
 def test_examples_validate_and_the_render_example_runs(tmp_path, shared_dir, monkeypatch):
     from ansible_collections.gpu_platform.cluster.plugins.modules import nic_cluster_policy as mod
     from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy_validate

@@ -157,8 +157,13 @@ def test_the_demo_bundle_has_every_layer(render_site, shared_dir):
         "pod-security.kubernetes.io/enforce"] == "privileged", "nccl-tests workers add IPC_LOCK"
     smoke = files["gpu-platform-smoke.yaml"]["spec"]
     assert smoke["path"].endswith("/smoke") and smoke["force"] is True
-    assert [d["name"] for d in smoke["dependsOn"]] == ["gpu-platform-gpu-sharing", "gpu-platform-dra-driver",
-                                                       "gpu-platform-scheduling-config"], "after every layer"
+    assert [d["name"] for d in smoke["dependsOn"]] == ["gpu-platform-network-ipam", "gpu-platform-gpu-sharing",
+                                                       "gpu-platform-dra-driver", "gpu-platform-scheduling-config"], \
+        "after every layer"
+    ipam = files["gpu-platform-network-ipam.yaml"]["spec"]
+    assert ipam["dependsOn"] == [{"name": "gpu-platform-network-config"}], "the IPPool once the policy is ready"
+    assert [doc["kind"] for doc in bundle(out / "network-ipam").values()] == ["IPPool"]
+    assert "IPPool" not in [doc["kind"] for doc in bundle(out / "network-config").values()]
     again = runner.run()
     assert again.failed == 0 and again.changed == 0, again.changed_tasks()
 
@@ -208,7 +213,7 @@ def test_the_demo_bundle_applies_in_order(render_site, fmt):
     assert order_problems(out) == []
     units = sorted(kustomizations(out))
     assert units == ["", "dra-driver", "gpu-operator", "gpu-sharing", "monitoring", "network-config",
-                     "network-operator", "scheduling", "scheduling-config", "smoke"]
+                     "network-ipam", "network-operator", "scheduling", "scheduling-config", "smoke"]
     if fmt == "flux":
         release = bundle(out)["helmrelease-gpu-operator-gpu-operator.yaml"]
         assert release["spec"]["dependsOn"] == [{"name": "network-operator", "namespace": "nvidia-network-operator"}]
@@ -224,6 +229,8 @@ def test_the_order_check_fails_on_a_flat_bundle(tmp_path):
          "metadata": {"name": "network-operator", "namespace": "nvidia-network-operator"},
          "spec": {"install": {"disableWait": True}, "dependsOn": [{"name": "gpu-operator", "namespace": "gpu-operator"}]}},
         {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy", "metadata": {"name": "nic-cluster-policy"}},
+        {"apiVersion": "nv-ipam.nvidia.com/v1alpha1", "kind": "IPPool",
+         "metadata": {"name": "rdma-net", "namespace": "nvidia-network-operator"}},
         {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
          "metadata": {"name": "dcgm", "namespace": "gpu-operator"}}]
     (flat / "all.yaml").write_text(yaml.safe_dump_all(objects))
@@ -238,6 +245,8 @@ def test_the_order_check_fails_on_a_flat_bundle(tmp_path):
     assert "dependsOn gpu-platform-missing, which is not in the bundle" in problems
     assert "all/NicClusterPolicy /nic-cluster-policy: its CRD comes with the network-operator chart (all)" in problems
     assert "all/ServiceMonitor gpu-operator/dcgm: its Namespace gpu-operator is not applied before it" in problems
+    assert ("all/IPPool nvidia-network-operator/rdma-net: its CRD is installed by the operator once it reconciles the "
+            "NicClusterPolicy (all), which is not applied before it") in problems
     assert "all/HelmRelease nvidia-network-operator/network-operator: disableWait" in problems
     assert ("all/HelmRelease nvidia-network-operator/network-operator: dependsOn the HelmRelease gpu-operator/"
             "gpu-operator, which is not in the bundle") in problems

@@ -9,6 +9,10 @@ waves) and returns one line per problem:
 * a custom resource whose CRD a chart of the platform installs, in the chart's own unit or in one not applied
   after it (the server-side dry-run of that unit fails with "no matches for kind"); with Argo CD, such a resource
   without ``SkipDryRunOnMissingResource=true``;
+* a resource of an API group whose CRD an operator installs itself when it reconciles a custom resource (NV-IPAM's,
+  from the NicClusterPolicy: the real Network Operator's chart has no such CRD) not in a unit applied after that
+  resource's: its own unit's dry-run fails, so the resource that would make the operator install the CRD is never
+  applied;
 * a resource of a CRD from outside the platform (the Prometheus Operator's) in a unit another unit waits for; with
   Argo CD, in the root's sync at all (its waves stop there on a cluster without that CRD, so the later ones never
   come);
@@ -33,6 +37,10 @@ import yaml
 from scripts.local_cluster.__main__ import CHART_CRDS, _crd_path
 
 EXTERNAL_GROUPS = {"monitoring.coreos.com": "the Prometheus Operator"}
+# API group -> the kind whose reconciling makes its operator install the group's CRDs (Network Operator v26.4.0:
+# manifests/state-nv-ipam-cni, from the NicClusterPolicy's nvIpam; the local charts' crds/ may carry them, the real
+# chart does not).
+OPERATOR_GROUPS = {"nv-ipam.nvidia.com": "NicClusterPolicy"}
 WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 # The custom resources a chart makes itself, by chart name (the GPU Operator chart's templates/clusterpolicy.yaml).
@@ -187,6 +195,16 @@ def order_problems(root):
                 if fmt == "argocd" and "SkipDryRunOnMissingResource=true" not in options:
                     problems.append("%s: no SkipDryRunOnMissingResource=true although its CRD arrives in an earlier "
                                     "wave" % what)
+            if group in OPERATOR_GROUPS:
+                owner = {u for u, others in units.items() for o in others if o["kind"] == OPERATOR_GROUPS[group]}
+                if owner and not owner <= after[unit]:
+                    problems.append("%s: its CRD is installed by the operator once it reconciles the %s (%s), which "
+                                    "is not applied before it"
+                                    % (what, OPERATOR_GROUPS[group], ", ".join(sorted(owner))))
+                options = (kustomizations[unit].get("commonAnnotations") or {}).get(SYNC_OPTIONS, "")
+                if fmt == "argocd" and "SkipDryRunOnMissingResource=true" not in options:
+                    problems.append("%s: no SkipDryRunOnMissingResource=true although its CRD is installed in an "
+                                    "earlier wave" % what)
             if group in EXTERNAL_GROUPS and unit in waited_for:
                 problems.append("%s: its CRD comes from %s, outside the platform, and other units wait for %s"
                                 % (what, EXTERNAL_GROUPS[group], unit))

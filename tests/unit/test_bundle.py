@@ -14,15 +14,28 @@ def paths(units):
 def test_each_unit_depends_only_on_what_it_needs_and_absent_units_pass_their_dependencies_on():
     assert bundle.dependencies(list(bundle.UNITS)) == {
         "peermem": [], "network-operator": [], "network-config": ["network-operator"],
-        "gpu-operator": ["peermem", "network-config"], "gpu-sharing": ["gpu-operator"], "dra-driver": ["gpu-operator"],
-        "scheduling": ["gpu-operator"], "scheduling-config": ["scheduling"], "monitoring": ["gpu-operator"],
-        "smoke": ["gpu-sharing", "dra-driver", "scheduling-config"]}
+        "network-ipam": ["network-config"], "gpu-operator": ["peermem", "network-config"],
+        "gpu-sharing": ["gpu-operator"], "dra-driver": ["gpu-operator"], "scheduling": ["gpu-operator"],
+        "scheduling-config": ["scheduling"], "monitoring": ["gpu-operator"],
+        "smoke": ["network-ipam", "gpu-sharing", "dra-driver", "scheduling-config"]}
     # No network layer and no DRA: the GPU Operator goes first; smoke waits for what is there.
     assert bundle.dependencies(["gpu-operator", "gpu-sharing", "scheduling", "scheduling-config", "smoke"]) == {
         "gpu-operator": [], "gpu-sharing": ["gpu-operator"], "scheduling": ["gpu-operator"],
         "scheduling-config": ["scheduling"], "smoke": ["gpu-sharing", "scheduling-config"]}
     # Only configs: each still waits for what its absent chart unit waited for.
     assert bundle.dependencies(["network-config", "smoke"]) == {"network-config": [], "smoke": ["network-config"]}
+    assert bundle.dependencies(["network-config", "network-ipam", "smoke"]) == {
+        "network-config": [], "network-ipam": ["network-config"], "smoke": ["network-ipam"]}
+
+
+def test_the_ippool_comes_after_the_nic_cluster_policy_and_before_what_uses_it():
+    """The Network Operator installs NV-IPAM's CRDs when it reconciles the NicClusterPolicy (its chart has none): a
+    unit with both fails the reconciler's dry-run, so the IPPool's unit waits for the policy's to be ready."""
+    deps = bundle.dependencies(list(bundle.UNITS))
+    assert deps["network-ipam"] == ["network-config"] and "network-ipam" in deps["smoke"]
+    waves = bundle.waves(list(bundle.UNITS))
+    assert waves["network-ipam"] == waves["network-config"] + 1 < waves["smoke"]
+    assert bundle.UNITS["network-ipam"][1]  # custom resources: Argo CD skips their dry-run
 
 
 def test_waves_follow_the_dependencies():
@@ -60,6 +73,9 @@ def test_argocd_layout_has_waves_and_skips_the_dry_run_only_where_a_crd_comes_fr
     assert chart == {"argocd.argoproj.io/sync-wave": "0"}
     assert config == {"argocd.argoproj.io/sync-wave": "1",
                       "argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true,ServerSideApply=true"}
+    assert out["network-ipam/kustomization.yaml"]["commonAnnotations"] == {
+        "argocd.argoproj.io/sync-wave": "2",
+        "argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true,ServerSideApply=true"}
 
 
 def test_argocd_syncs_monitoring_on_its_own_and_the_other_waves_do_not_change():
@@ -97,7 +113,8 @@ NIC_EXPRS = {"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy", 
 
 @pytest.mark.parametrize("unit, objects, expected", [
     # The NicClusterPolicy's unit applies it: wait, and the expression that reads its status.state.
-    ("network-config", [POOL, NIC], {"wait": True, "healthCheckExprs": [NIC_EXPRS]}),
+    ("network-config", [NIC], {"wait": True, "healthCheckExprs": [NIC_EXPRS]}),
+    ("network-ipam", [POOL], {"wait": True}),
     # The GPU Operator's unit applies a HelmRelease; the chart makes the ClusterPolicy, which wait would not see.
     ("gpu-operator", [NAMESPACE, REPOSITORY, RELEASE], {
         "healthChecks": [{"apiVersion": "v1", "kind": "Namespace", "name": "gpu-operator"},
@@ -118,13 +135,16 @@ def test_flux_health_judges_by_status_only_the_kinds_a_unit_holds(unit, objects,
 
 
 def test_flux_layout_gives_the_health_checks_of_each_units_objects():
-    files = ["network-config/ippool.yaml", "network-config/nicclusterpolicy.yaml", "gpu-operator/namespace.yaml",
+    files = ["network-ipam/ippool.yaml", "network-config/nicclusterpolicy.yaml", "gpu-operator/namespace.yaml",
              "gpu-operator/helmrelease.yaml", "monitoring/configmap.yaml"]
     objects = {files[0]: [POOL], files[1]: [NIC], files[2]: [NAMESPACE], files[3]: [RELEASE],
                files[4]: [{"apiVersion": "v1", "kind": "ConfigMap", "name": "dashboard", "namespace": "gpu-operator"}]}
     out = bundle.layout(files, "flux", objects=objects)
     config = out["gpu-platform-network-config.yaml"]["spec"]
     assert config["wait"] is True and config["healthCheckExprs"] == [NIC_EXPRS]
+    ipam = out["gpu-platform-network-ipam.yaml"]["spec"]
+    assert ipam["wait"] is True and "healthCheckExprs" not in ipam
+    assert ipam["dependsOn"] == [{"name": "gpu-platform-network-config"}]
     operator = out["gpu-platform-gpu-operator.yaml"]["spec"]
     assert "wait" not in operator and operator["healthCheckExprs"] == [POLICY_EXPRS]
     assert [c["kind"] for c in operator["healthChecks"]] == ["HelmRelease", "Namespace", "ClusterPolicy"]  # file order
@@ -133,7 +153,8 @@ def test_flux_layout_gives_the_health_checks_of_each_units_objects():
     assert out["gpu-platform-monitoring.yaml"]["spec"]["wait"] is True
     # Without the NicClusterPolicy, no expression for it: only the kinds a unit holds.
     out = bundle.layout(files[:1] + files[2:], "flux", objects=objects)
-    assert "healthCheckExprs" not in out["gpu-platform-network-config.yaml"]["spec"]
+    assert "gpu-platform-network-config.yaml" not in out
+    assert not [k for k, v in out.items() if "healthCheckExprs" in (v.get("spec") or {}) and "network" in k]
     # Argo CD reads health from argocd-cm: no objects needed, no health checks in the bundle.
     assert bundle.layout(files, "argocd", objects=objects) == bundle.layout(files, "argocd")
 

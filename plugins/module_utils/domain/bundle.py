@@ -34,6 +34,10 @@ UNITS = {
     "peermem": ((), False, "the nvidia-peermem loader for drivers the cloud's node image brings"),
     "network-operator": ((), False, "the Network Operator chart"),
     "network-config": (("network-operator",), True, "the NicClusterPolicy and secondary network"),
+    # The Network Operator installs NV-IPAM's CRDs itself when it reconciles the NicClusterPolicy, not its chart: a
+    # reconciler's dry-run of the policy's own unit would fail on the IPPool, so it comes once the policy is ready.
+    "network-ipam": (("network-config",), True, "the NV-IPAM IPPool, whose CRD the Network Operator installs "
+                                                "when it reconciles the NicClusterPolicy"),
     "gpu-operator": (("network-config", "peermem"), False,
                      "the GPU Operator chart (its RDMA path needs the NicClusterPolicy ready)"),
     "gpu-sharing": (("gpu-operator",), False, "the device plugin's time-slicing and MIG configuration"),
@@ -42,7 +46,7 @@ UNITS = {
     "scheduling-config": (("scheduling",), True, "team namespaces, flavors and queues"),
     "monitoring": (("gpu-operator",), True, "the DCGM exporter's ServiceMonitor, GPU rules and dashboard "
                                             "(the Prometheus Operator's CRDs come from outside the platform)"),
-    "smoke": (("gpu-sharing", "dra-driver", "scheduling-config", "network-config"), True,
+    "smoke": (("network-ipam", "gpu-sharing", "dra-driver", "scheduling-config"), True,
               "the smoke tests, once every layer is ready"),
 }
 
