@@ -5,6 +5,7 @@ ServiceAccount, ResourceQuota, LimitRanger, Priority, the webhooks and
 ValidatingAdmissionPolicy) plus what managed clusters (AKS, EKS, GKE) also turn on.
 """
 
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,10 @@ EXTRA_ADMISSION = ("NodeRestriction", "PodSecurity", "DefaultStorageClass", "Def
                    "ValidatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
 SERVICE_RANGE = "10.96.0.0/16"
 POD_RANGE = "10.244.0.0/16"
+KWOK_POD_RANGE = "10.0.0.0/24"  # the pod IPs KWOK gives (its --cidr default; the nodes have no podCIDR)
+# The API server's traffic to pods (webhooks, aggregated APIs) goes through the pod network's proxy on this socket
+# (tests/fakes/pod_network.py), to the process that serves the pod's port.
+POD_NETWORK_SOCKET = "pod-network.sock"
 # controller-manager: its default set ("*"), which makes Deployments, ReplicaSets, DaemonSets, Jobs,
 # namespaces, service accounts and garbage collection work (the cloud ones stay idle without a cloud).
 CONTROLLERS = "*"
@@ -64,7 +69,10 @@ def control_plane(binaries, state, pki, ports):
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
             "--proxy-client-cert-file=%s" % pki.cert("client-front-proxy"),
             "--proxy-client-key-file=%s" % pki.key("client-front-proxy"),
-            "--enable-priority-and-fairness=false", "--v=1"],
+            "--enable-priority-and-fairness=false",
+            # an endpoint's pod IP and port, not the Service's ClusterIP (no kube-proxy), through the pod network
+            "--enable-aggregator-routing=true", "--egress-selector-config-file=%s" % write_egress(state.dir),
+            "--v=1"],
             "https://%s:%d/readyz" % (bind, ports["kube-apiserver"]), client_cert=True),
         Component("kube-controller-manager", [
             str(binaries / "kube-controller-manager"), "--kubeconfig=" + kube("controller-manager"),
@@ -99,6 +107,17 @@ def control_plane(binaries, state, pki, ports):
     ]
 
 
+def write_egress(directory):
+    """The API server's egress selector configuration: its ``cluster`` traffic through the pod network's socket."""
+    path = Path(directory) / "egress-selector.yaml"
+    path.write_text(json.dumps({
+        "apiVersion": "apiserver.k8s.io/v1beta1", "kind": "EgressSelectorConfiguration",
+        "egressSelections": [{"name": "cluster", "connection": {
+            "proxyProtocol": "HTTPConnect", "transport": {"uds": {"udsName": str(Path(directory) / POD_NETWORK_SOCKET)}}}}]},
+        indent=1))
+    return path
+
+
 def platform_services(state, ports, builds=None):
     """What the platform's own controllers and charts would be on a real cluster, played on loopback:
     the chart repository serving the test charts and the simulated operators (tests/fakes/live.py), which also runs
@@ -112,7 +131,9 @@ def platform_services(state, ports, builds=None):
         Component("operators", [python, "-m", "tests.fakes.live", "--kubeconfig", str(state.kubeconfig),
                                 "--logs-dir", str(state.dir / "pod-logs"),
                                 "--health-port", str(ports["operators"]), "--operator-builds", real,
-                                "--operator-dir", str(state.dir / "operators")],
+                                "--operator-dir", str(state.dir / "operators"),
+                                "--pod-network", str(state.dir / POD_NETWORK_SOCKET),
+                                "--pod-ranges", ",".join((KWOK_POD_RANGE, POD_RANGE))],
                   "http://127.0.0.1:%d/healthz" % ports["operators"], env={"PYTHONPATH": str(ROOT)}),
     ]
 

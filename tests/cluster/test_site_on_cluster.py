@@ -183,6 +183,83 @@ def test_site_converges_on_the_real_api_server_then_changes_nothing(site):
     assert verify.stats.get("ok", 0) > 0 and verify.changed == 0, verify.debug_text()
 
 
+def _gpu_job(name, namespace, gpus, queue="gpu"):
+    """A batch Job of one pod asking ``gpus`` GPUs of its team's LocalQueue (PodSecurity restricted)."""
+    container = {"name": "main", "image": "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04", "command": ["nvidia-smi"],
+                 "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
+                 "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True, "runAsUser": 1000,
+                                     "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}}
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": queue}},
+            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [container]}}}}
+
+
+def _workload_of(site, job):
+    """The Workload Kueue made for ``job`` (owned by it), or None."""
+    for workload in site.list("kueue.x-k8s.io/v1beta2", "Workload", job["metadata"]["namespace"]):
+        if any(ref.get("uid") == job["metadata"]["uid"] for ref in workload["metadata"].get("ownerReferences") or []):
+            return workload
+    return None
+
+
+def _condition(obj, kind):
+    return next((c for c in (obj or {}).get("status", {}).get("conditions") or [] if c["type"] == kind), {})
+
+
+def test_kueue_admits_a_job_under_quota_and_holds_one_over_it(site):
+    """The real Kueue v0.19.2 (its webhook suspends a Job of a LocalQueue, its scheduler admits it against the
+    ClusterQueue's quota) on the queues site.yml made: team nlp has 16 H100s and may borrow 8 from its cohort, so a
+    Job asking 25 stays pending with Kueue's reason, and one asking 1 is admitted, unsuspended and run."""
+    if site.get("apps/v1", "Deployment", "kueue-controller-manager", "kueue-system") is None:
+        pytest.skip("Kueue is not installed on this cluster")
+    jobs = site.dyn.resources.get(api_version="batch/v1", kind="Job")
+    created = []
+    try:
+        for name, gpus in (("kueue-over-quota", 25), ("kueue-under-quota", 1)):
+            job = jobs.create(body=_gpu_job(name, "nlp", gpus), namespace="nlp").to_dict()
+            created.append(name)
+            assert job["spec"]["suspend"] is True, "Kueue's webhook suspends a Job of a LocalQueue"
+        deadline = time.monotonic() + 90
+        over = under = None
+        while time.monotonic() < deadline:
+            over = _workload_of(site, site.get("batch/v1", "Job", "kueue-over-quota", "nlp"))
+            under_job = site.get("batch/v1", "Job", "kueue-under-quota", "nlp")
+            under = _workload_of(site, under_job)
+            if _condition(over, "QuotaReserved").get("reason") == "Pending" \
+                    and _condition(under, "Admitted").get("status") == "True" and under_job["spec"]["suspend"] is False:
+                break
+            time.sleep(1)
+        assert _condition(under, "Admitted").get("status") == "True", under
+        admission = under["status"]["admission"]
+        assert admission["clusterQueue"] == "nlp"
+        assert admission["podSetAssignments"][0]["flavors"] == {"nvidia.com/gpu": "h100"}
+        assert site.get("batch/v1", "Job", "kueue-under-quota", "nlp")["spec"]["suspend"] is False
+        pending = _condition(over, "QuotaReserved")
+        assert pending.get("status") == "False" and pending.get("reason") == "Pending", over
+        assert "insufficient quota for nvidia.com/gpu in flavor h100" in pending["message"], pending["message"]
+        assert _condition(over, "Admitted").get("status") != "True"
+        assert site.get("batch/v1", "Job", "kueue-over-quota", "nlp")["spec"]["suspend"] is True
+        # Admitted into flavor h100: Kueue put the flavor's node labels on the pod template, the real scheduler bound
+        # the pod to a node that has them, and the Job ran to completion there.
+        flavor = site.get("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "h100")["spec"]["nodeLabels"]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not site.get("batch/v1", "Job", "kueue-under-quota", "nlp")[
+                "status"].get("succeeded"):
+            time.sleep(1)
+        assert site.get("batch/v1", "Job", "kueue-under-quota", "nlp")["status"].get("succeeded") == 1
+        (pod,) = site.list("v1", "Pod", "nlp", label_selector="batch.kubernetes.io/job-name=kueue-under-quota")
+        assert flavor.items() <= (pod["spec"].get("nodeSelector") or {}).items(), pod["spec"].get("nodeSelector")
+        node = site.get("v1", "Node", pod["spec"]["nodeName"])
+        assert flavor.items() <= node["metadata"]["labels"].items()
+        assert not site.list("v1", "Pod", "nlp", label_selector="batch.kubernetes.io/job-name=kueue-over-quota")
+    finally:
+        for name in created:
+            jobs.delete(name=name, namespace="nlp", body={"propagationPolicy": "Foreground"})
+        deadline = time.monotonic() + 60
+        while any(site.get("batch/v1", "Job", name, "nlp") for name in created) and time.monotonic() < deadline:
+            time.sleep(1)
+
+
 def test_upgrade_to_the_next_patch_goes_in_the_documented_order(site):
     assert releases(site, "network-operator", "nvidia-network-operator") == [(1, "deployed")]
     driver = site.list("apps/v1", "DaemonSet", "gpu-operator", label_selector="app=nvidia-driver-daemonset")[0]

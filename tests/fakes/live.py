@@ -46,6 +46,7 @@ from .clock import RealClock
 from .live_controllers import live_controllers
 from .live_store import LiveStore, NotServed
 from .operator_processes import OperatorProcesses, ca_data_of, parse_builds
+from .pod_network import PodNetwork
 from .store import Event
 
 
@@ -370,6 +371,11 @@ def main(argv=None):
                         help="name=<build directory>,...: the operators whose real process runs for their pod "
                              "(tests/fakes/operator_processes.py)")
     parser.add_argument("--operator-dir", default="", help="where each operator process keeps its kubeconfig and log")
+    parser.add_argument("--pod-network", default="",
+                        help="the Unix socket the API server's egress selector connects pods through "
+                             "(tests/fakes/pod_network.py)")
+    parser.add_argument("--pod-ranges", default="10.0.0.0/24,10.244.0.0/16",
+                        help="the pod IPs (comma-separated CIDRs): one nothing serves is refused")
     args = parser.parse_args(argv)
     try:
         builds = parse_builds(args.operator_builds)
@@ -379,6 +385,10 @@ def main(argv=None):
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, lambda *_: stop.set())
     health = serve_health(args.health_port)
+    network = None
+    if args.pod_network:
+        network = PodNetwork(args.pod_ranges.split(",")).serve(args.pod_network)
+        log_line("pod network (the API server's egress): %s" % args.pod_network)
     log_line("simulated operators: healthz on http://127.0.0.1:%d/healthz, kubeconfig %s"
              % (health.server_address[1], args.kubeconfig))
     if args.logs_dir:
@@ -392,7 +402,7 @@ def main(argv=None):
         if builds:
             server, ca_data = ca_data_of(args.kubeconfig)
             processes = OperatorProcesses(builds, server, ca_data, args.operator_dir or os.path.join(
-                os.path.dirname(os.path.abspath(args.kubeconfig)), "operators"))
+                os.path.dirname(os.path.abspath(args.kubeconfig)), "operators"), network=network)
             controllers.append(processes)
             log_line("real operators: %s" % ", ".join("%s (%s)" % item for item in sorted(builds.items())))
         runner = LiveRunner(store, controllers).start()
@@ -407,6 +417,8 @@ def main(argv=None):
     if processes is not None:
         processes.stop_all()
     health.shutdown()
+    if network is not None:
+        network.close()
     return 0
 
 

@@ -62,9 +62,27 @@ class OperatorProcess:
     mounts: dict = field(default_factory=dict)  # path in the image -> directory in the build (under image/)
     image_root: bool = False  # the build's image/ is the root it runs in (chrooted), not mounts beside the machine's
     workdir: str = ""  # the container's working directory (image_root); "" for the process's own folder
-    metrics_flag: str = "--metrics-bind-address"
+    metrics_flag: str = "--metrics-bind-address"  # "" when the process takes its addresses from its config file
     probe_flag: str = "--health-probe-bind-address"
     ready_path: str = "/readyz"
+    # the container's ports the process serves, by the name of the loopback port it gets; the pod network
+    # (tests/fakes/pod_network.py) connects <pod IP>:<container port> to it (webhooks, aggregated APIs)
+    serves: dict = field(default_factory=lambda: {"metrics": 8080, "probe": 8081})
+    volumes: bool = False  # the container's configMap, secret and emptyDir volumes where it mounts them (image_root)
+    config_flag: str = ""  # the argument naming its config file (in a volume), rewritten by ``configure``
+    configure: object = None  # (config, ports) -> config: the loopback addresses in place of the container's
+
+
+def kueue_configuration(config, ports):
+    """Kueue's Configuration (the chart's ``kueue-manager-config``) with the process's loopback ports in place of the
+    container's: its probes, metrics, webhook and visibility server (v0.19.2 apis/config/v1beta2)."""
+    config = dict(config)
+    config["health"] = dict(config.get("health") or {}, healthProbeBindAddress="127.0.0.1:%d" % ports["probe"])
+    config["metrics"] = dict(config.get("metrics") or {}, bindAddress="127.0.0.1:%d" % ports["metrics"])
+    config["webhook"] = dict(config.get("webhook") or {}, port=ports["webhook"], host="127.0.0.1")
+    config["visibilityServer"] = dict(config.get("visibilityServer") or {}, bindAddress="127.0.0.1",
+                                      bindPort=ports["visibility"])
+    return config
 
 
 PROCESSES = (
@@ -79,6 +97,13 @@ PROCESSES = (
     OperatorProcess("network-operator", {"app.kubernetes.io/name": "network-operator",
                                          "nvidia.com/ofed-driver-upgrade-drain.skip": "true"},
                     "network-operator", "network-operator", image_root=True, workdir="/"),
+    # kueue v0.19.2: cmd/kueue/main.go (--config; the chart mounts kueue-manager-config there, the webhook's
+    # certificate Secret, which its cert rotator fills, at /tmp/k8s-webhook-server/serving-certs, and an emptyDir at
+    # /visibility for the visibility server's own certificate); a distroless image with /manager.
+    OperatorProcess("kueue", {"app.kubernetes.io/name": "kueue", "control-plane": "controller-manager"},
+                    "manager", "kueue", image_root=True, workdir="/", metrics_flag="", probe_flag="",
+                    serves={"probe": 8081, "metrics": 8443, "webhook": 9443, "visibility": 8082}, volumes=True,
+                    config_flag="--config", configure=kueue_configuration),
 )
 
 
@@ -121,15 +146,16 @@ def container_env(pod, container):
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"  # where the kubelet mounts a pod's token
 
 
-def command_line(spec, build, container, ports, account_dir):
+def command_line(spec, build, container, ports, account_dir, volumes=()):
     """The process's argv: the binary, the container's args, the loopback endpoints; in a mount namespace of its own
-    with the pod's ServiceAccount files where the kubelet mounts them (client-go's in-cluster config reads them) and
-    the image's files where the image has them, each over a tmpfs so that nothing of the machine's changes."""
+    with the pod's ServiceAccount files where the kubelet mounts them (client-go's in-cluster config reads them),
+    the image's files where the image has them and its ``volumes`` ((host path, mount path, is a folder)), each over
+    a tmpfs so that nothing of the machine's changes."""
     args = list(container.get("args") or [])
-    args += ["%s=127.0.0.1:%d" % (spec.metrics_flag, ports["metrics"]),
-             "%s=127.0.0.1:%d" % (spec.probe_flag, ports["probe"])]
+    args += ["%s=127.0.0.1:%d" % (flag, ports[name]) for flag, name in ((spec.metrics_flag, "metrics"),
+                                                                       (spec.probe_flag, "probe")) if flag]
     if spec.image_root:
-        return _in_image_root(spec, build, args, account_dir)
+        return _in_image_root(spec, build, args, account_dir, volumes)
     mounts = dict({os.path.realpath(SA_DIR): str(account_dir)},
                   **{target: str(build / source) for target, source in spec.mounts.items()})
     script = []
@@ -145,14 +171,16 @@ def command_line(spec, build, container, ports, account_dir):
 HOST_DIRS = ("/dev", "/proc", "/sys")  # what a container's runtime gives it of the machine's
 
 
-def _in_image_root(spec, build, args, account_dir):
+def _in_image_root(spec, build, args, account_dir, volumes=()):
     """``command_line`` for ``image_root``: a tmpfs root beside the ServiceAccount folder holding the image's
     top-level entries (bound from the build's image/), the binary at ``/<binary>``, the machine's ``HOST_DIRS`` and
     the ServiceAccount files; ``unshare --root --wd`` runs the binary in it from the container's working directory."""
     root = account_dir.parent / "root"
     image = build / "image"
-    binds = [(str(image / entry.name), "/" + entry.name, entry.is_dir()) for entry in sorted(image.iterdir())]
+    entries = sorted(image.iterdir()) if image.is_dir() else []  # a distroless image: the binary alone
+    binds = [(str(image / entry.name), "/" + entry.name, entry.is_dir()) for entry in entries]
     binds += [(str(build / spec.binary), "/" + spec.binary, False), (str(account_dir), SA_DIR, True)]
+    binds += [(str(source), target, folder) for source, target, folder in volumes]
     q = shlex.quote
     script = ["mkdir -p %s" % q(str(root)), "mount -t tmpfs gpu-platform-pod %s" % q(str(root)),
               "mkdir -p %s" % q(str(root) + "/tmp")]
@@ -178,10 +206,88 @@ def write_account(directory, namespace, token, ca_data):
             handle.write(data)
 
 
+class VolumeNotReady(Exception):
+    """A volume the container mounts cannot be set up yet (its ConfigMap or Secret is missing)."""
+
+
+def volume_files(store, namespace, volume):
+    """{path in the volume: bytes} of a configMap or secret volume, as the kubelet writes it (``items`` pick and
+    rename keys); VolumeNotReady when the object is missing and the volume is not optional."""
+    if "configMap" in volume:
+        source, kind = volume["configMap"], "ConfigMap"
+        obj = store.get("v1", kind, source.get("name", ""), namespace)
+        data = {k: v.encode() for k, v in ((obj or {}).get("data") or {}).items()}
+        data.update({k: base64.b64decode(v) for k, v in ((obj or {}).get("binaryData") or {}).items()})
+    else:
+        source, kind = volume["secret"], "Secret"
+        obj = store.get("v1", kind, source.get("secretName", ""), namespace)
+        data = {k: base64.b64decode(v) for k, v in ((obj or {}).get("data") or {}).items()}
+    if obj is None and not source.get("optional"):
+        raise VolumeNotReady('MountVolume.SetUp failed for volume "%s": %s "%s" not found'
+                             % (volume["name"], kind.lower(), source.get("name") or source.get("secretName")))
+    items = source.get("items")
+    if items:
+        return {item["path"]: data[item["key"]] for item in items if item["key"] in data}
+    return data
+
+
+def write_volume(folder, files):
+    """The volume's files in ``folder``, each rewritten only when it changed (in place: a bind mount of the folder
+    sees it, as a container sees the kubelet's update of a Secret)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_bytes() != data:
+            fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+
+
+def pod_volumes(store, pod, container, directory):
+    """The container's configMap, secret and emptyDir volume mounts, set up under ``directory``: ([(host path, mount
+    path, is a folder)], [(volume, folder)] to keep in step with their objects, as the kubelet does for all but
+    ``subPath`` mounts). Other kinds of volume (hostPath, projected) are not given."""
+    volumes = {v["name"]: v for v in (pod.get("spec") or {}).get("volumes") or []}
+    namespace = pod["metadata"]["namespace"]
+    mounts, synced = [], []
+    for mount in container.get("volumeMounts") or []:
+        volume = volumes.get(mount["name"])
+        if volume is None or not {"configMap", "secret", "emptyDir"} & set(volume):
+            continue
+        folder = directory / volume["name"]
+        if "emptyDir" in volume:
+            folder.mkdir(parents=True, exist_ok=True)
+        else:
+            write_volume(folder, volume_files(store, namespace, volume))
+            if not mount.get("subPath"):
+                synced.append((volume, folder))
+        source = folder / mount["subPath"] if mount.get("subPath") else folder
+        mounts.append((source, mount["mountPath"], source.is_dir()))
+    return mounts, synced
+
+
+def configure_process(spec, container, mounts, ports):
+    """``spec.configure`` applied to the config file ``spec.config_flag`` names (the copy in its volume's folder)."""
+    if not spec.config_flag or spec.configure is None:
+        return
+    path = next((a.split("=", 1)[1] for a in container.get("args") or [] if a.startswith(spec.config_flag + "=")),
+                None)
+    host = next((Path(source) / os.path.relpath(path, target) if folder else Path(source)
+                 for source, target, folder in mounts
+                 if path and (path == target or path.startswith(target.rstrip("/") + "/"))), None)
+    if host is None or not host.is_file():
+        raise VolumeNotReady("%s %s: no volume holds that file" % (spec.config_flag, path))
+    config = yaml.safe_load(host.read_text()) or {}
+    host.write_text(yaml.safe_dump(spec.configure(config, ports), sort_keys=False))
+
+
 class _Running:
-    def __init__(self, spec, pod, proc, ports, log):
+    def __init__(self, spec, pod, proc, ports, log, synced=()):
         self.spec, self.proc, self.ports, self.log = spec, proc, ports, log
+        self.synced = list(synced)
         self.uid = pod["metadata"]["uid"]
+        self.ip = (pod.get("status") or {}).get("podIP")
         self.key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
 
 
@@ -190,8 +296,9 @@ class OperatorProcesses(Controller):
 
     watches = frozenset({("", "Pod")})
 
-    def __init__(self, builds, server, ca_data, workdir):
+    def __init__(self, builds, server, ca_data, workdir, network=None):
         self.builds = dict(builds)
+        self.network = network  # tests/fakes/pod_network.PodNetwork: <pod IP>:<container port> to the process
         self.api_server, self.ca_data = server, ca_data
         self.workdir = Path(workdir)
         self.running = {}  # (namespace, pod) -> _Running
@@ -239,8 +346,18 @@ class OperatorProcesses(Controller):
         token = self.store.token(meta["namespace"], account, TOKEN_SECONDS)
         home = self.workdir / ("%s-%s" % (meta["namespace"], meta["name"]))
         write_account(home / "serviceaccount", meta["namespace"], token, self.ca_data)
-        ports = pick_ports(("metrics", "probe"))  # two distinct free loopback ports
-        argv = command_line(spec, self.builds[spec.name], container, ports, home / "serviceaccount")
+        ports = pick_ports(tuple(spec.serves))  # distinct free loopback ports
+        mounts, synced = [], []
+        if spec.volumes:
+            try:
+                mounts, synced = pod_volumes(self.store, pod, container, home / "volumes")
+                configure_process(spec, container, mounts, ports)
+            except VolumeNotReady as exc:
+                set_pod_ready(self.store, pod, ("ContainerCreating", str(exc)))
+                self.clock.call_later(RESTART_DELAY, lambda: self._retry(spec, (meta["namespace"], meta["name"]),
+                                                                         meta["uid"]))
+                return
+        argv = command_line(spec, self.builds[spec.name], container, ports, home / "serviceaccount", mounts)
         address = urllib.parse.urlsplit(self.api_server)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
                "KUBERNETES_SERVICE_HOST": address.hostname, "KUBERNETES_SERVICE_PORT": str(address.port or 443)}
@@ -251,13 +368,18 @@ class OperatorProcesses(Controller):
             out.flush()
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                     cwd=str(home))
-        running = _Running(spec, pod, proc, ports, log)
+        running = _Running(spec, pod, proc, ports, log, synced)
         self.running[running.key] = running
+        if self.network is not None and running.ip:
+            for name, port in spec.serves.items():
+                self.network.add(running.ip, port, ports[name])
         set_pod_ready(self.store, pod, ("Running", "%s: starting (pid %d)" % (spec.name, proc.pid)))
         self.clock.call_later(READY_POLL, lambda: self._probe(running))
 
     def _stop(self, running):
         self.running.pop(running.key, None)
+        if self.network is not None and running.ip:
+            self.network.remove(running.ip, running.spec.serves.values())
         if running.proc.poll() is None:
             running.proc.terminate()
             try:
@@ -283,12 +405,19 @@ class OperatorProcesses(Controller):
             return
         code = running.proc.poll()
         if code is not None:
+            if self.network is not None and running.ip:
+                self.network.remove(running.ip, running.spec.serves.values())
             lines = running.log.read_text(errors="replace").strip().splitlines()[-3:]
             set_pod_ready(self.store, pod, ("CrashLoopBackOff", "%s exited with %d: %s (log: %s)"
                                             % (running.spec.name, code, " | ".join(lines), running.log)))
             self.running.pop(running.key, None)
             self.clock.call_later(RESTART_DELAY, lambda: self._retry(running.spec, running.key, running.uid))
             return
+        for volume, folder in running.synced:  # the kubelet keeps Secrets and ConfigMaps in step
+            try:
+                write_volume(folder, volume_files(self.store, running.key[0], volume))
+            except VolumeNotReady:
+                pass  # the files stay as they were
         ready = False
         try:
             with urllib.request.urlopen("http://127.0.0.1:%d%s" % (running.ports["probe"], running.spec.ready_path),

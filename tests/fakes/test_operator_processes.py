@@ -1,8 +1,12 @@
 """operator_processes: which pod is whose process, and the file system each process gets."""
 
+import base64
 from pathlib import Path
 
-from .operator_processes import SA_DIR, command_line, process_of
+import pytest
+import yaml
+
+from .operator_processes import SA_DIR, VolumeNotReady, command_line, configure_process, pod_volumes, process_of
 
 
 def pod(labels):
@@ -42,3 +46,70 @@ def test_an_image_root_process_runs_chrooted_in_its_image_from_its_working_direc
     assert script.endswith("exec unshare --root=%s --wd=/ /network-operator --leader-elect "
                            "--metrics-bind-address=127.0.0.1:1 --health-probe-bind-address=127.0.0.1:2" % root)
     assert not Path(root).exists()  # made in the process's mount namespace, when it starts
+
+
+class Objects:
+    """The two reads pod_volumes makes of the API server."""
+
+    def __init__(self, *objects):
+        self.objects = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+
+    def get(self, api_version, kind, name, namespace=None):
+        assert api_version == "v1" and namespace == "kueue-system"
+        return self.objects.get((kind, name))
+
+
+KUEUE_POD = {
+    "metadata": {"name": "kueue-controller-manager-1", "namespace": "kueue-system",
+                 "labels": {"app.kubernetes.io/name": "kueue", "control-plane": "controller-manager"}},
+    "spec": {"volumes": [{"name": "cert", "secret": {"secretName": "kueue-webhook-server-cert"}},
+                         {"name": "manager-config", "configMap": {"name": "kueue-manager-config"}},
+                         {"name": "visibility", "emptyDir": {}},
+                         {"name": "host", "hostPath": {"path": "/var/run"}}]}}
+KUEUE_CONTAINER = {"name": "manager", "args": ["--config=/controller_manager_config.yaml", "--zap-log-level=2"],
+                   "volumeMounts": [{"name": "cert", "mountPath": "/tmp/k8s-webhook-server/serving-certs"},
+                                    {"name": "visibility", "mountPath": "/visibility"},
+                                    {"name": "host", "mountPath": "/host"},
+                                    {"name": "manager-config", "mountPath": "/controller_manager_config.yaml",
+                                     "subPath": "controller_manager_config.yaml"}]}
+CONFIG = ("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nhealth:\n  healthProbeBindAddress: :8081\n"
+          "metrics:\n  bindAddress: :8443\nwebhook:\n  port: 9443\nintegrations:\n  frameworks: [batch/job]\n")
+
+
+def test_a_pods_volumes_are_where_its_container_mounts_them_and_kueue_gets_loopback_ports(tmp_path):
+    secret = {"kind": "Secret", "metadata": {"name": "kueue-webhook-server-cert"},
+              "data": {"tls.crt": base64.b64encode(b"CERT").decode()}}
+    config_map = {"kind": "ConfigMap", "metadata": {"name": "kueue-manager-config"},
+                  "data": {"controller_manager_config.yaml": CONFIG}}
+    mounts, synced = pod_volumes(Objects(secret, config_map), KUEUE_POD, KUEUE_CONTAINER, tmp_path)
+    where = {target: (Path(source), folder) for source, target, folder in mounts}
+    assert set(where) == {"/tmp/k8s-webhook-server/serving-certs", "/visibility", "/controller_manager_config.yaml"}
+    assert (where["/tmp/k8s-webhook-server/serving-certs"][0] / "tls.crt").read_bytes() == b"CERT"
+    assert where["/visibility"][1] is True and where["/controller_manager_config.yaml"][1] is False
+    # the Secret is kept in step (the cert rotator fills it after the pod starts); the subPath file is not
+    assert [volume["name"] for volume, _ in synced] == ["cert"]
+
+    spec = process_of(KUEUE_POD)
+    ports = {"probe": 101, "metrics": 102, "webhook": 103, "visibility": 104}
+    configure_process(spec, KUEUE_CONTAINER, mounts, ports)
+    config = yaml.safe_load(where["/controller_manager_config.yaml"][0].read_text())
+    assert config["health"]["healthProbeBindAddress"] == "127.0.0.1:101"
+    assert config["metrics"]["bindAddress"] == "127.0.0.1:102"
+    assert config["webhook"] == {"port": 103, "host": "127.0.0.1"}
+    assert config["visibilityServer"] == {"bindAddress": "127.0.0.1", "bindPort": 104}
+    assert config["integrations"] == {"frameworks": ["batch/job"]}  # the rest is the chart's
+    assert config_map["data"]["controller_manager_config.yaml"] == CONFIG  # the ConfigMap itself is untouched
+
+    argv = command_line(spec, tmp_path / "build", KUEUE_CONTAINER, ports, tmp_path / "serviceaccount", mounts)
+    script = argv[-1]
+    assert "--config=/controller_manager_config.yaml" in script and "--metrics-bind-address" not in script
+    assert "mount --bind %s %s/visibility" % (where["/visibility"][0], tmp_path / "root") in script
+
+
+def test_a_missing_secret_keeps_the_container_from_starting(tmp_path):
+    config_map = {"kind": "ConfigMap", "metadata": {"name": "kueue-manager-config"}, "data": {}}
+    with pytest.raises(VolumeNotReady, match='volume "cert": secret "kueue-webhook-server-cert" not found'):
+        pod_volumes(Objects(config_map), KUEUE_POD, KUEUE_CONTAINER, tmp_path)
+    optional = dict(KUEUE_POD, spec={"volumes": [{"name": "cert", "secret": {"secretName": "x", "optional": True}}]})
+    mounts, _ = pod_volumes(Objects(), optional, {"volumeMounts": [{"name": "cert", "mountPath": "/c"}]}, tmp_path)
+    assert [target for _, target, _ in mounts] == ["/c"]

@@ -30,7 +30,7 @@ def test_schedulers_and_team_queues_go_on_once(direct_site):
     queue = api.store.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", "nlp")
     assert queue["spec"]["cohortName"] == "research"
     resources = queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
-    assert resources == {"name": "nvidia.com/gpu", "nominalQuota": 8, "borrowingLimit": 4}
+    assert resources == {"name": "nvidia.com/gpu", "nominalQuota": "8", "borrowingLimit": "4"}
     assert api.store.get("kueue.x-k8s.io/v1beta2", "LocalQueue", "gpu", "vision")["spec"]["clusterQueue"] == "vision"
     assert api.store.get("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "a100")["spec"]["nodeLabels"] == {
         "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
@@ -60,7 +60,7 @@ def test_a_flavor_no_node_matches_is_named_with_the_product_gfd_gave_the_nodes(d
     assert strict.failed == 1
     assert any(m.startswith("ResourceFlavor a100: no node has") for m in strict.failure_messages())
     assert api.store.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", "vision")["spec"]["resourceGroups"][0][
-        "flavors"][0]["resources"][0]["nominalQuota"] == 8  # the scheduling layer wrote nothing
+        "flavors"][0]["resources"][0]["nominalQuota"] == "8"  # the scheduling layer wrote nothing
     assert not [w for w in api.writes() if "kueue" in w["path"] or "volcano" in w["path"]]
 
 

@@ -164,7 +164,7 @@ def test_cluster_queue_cel_rules_hold(shared_dir):
                 # the CRD rule for borrowingLimit, and Kueue's webhook for lendingLimit
                 assert not any("borrowingLimit" in r or "lendingLimit" in r for r in resources), queue
             for r in resources:
-                assert r.get("lendingLimit", 0) <= r["nominalQuota"]  # Kueue's webhook
+                assert int(r.get("lendingLimit", 0)) <= int(r["nominalQuota"])  # Kueue's webhook
             for g in queue["spec"]["resourceGroups"]:
                 assert all(len(f["resources"]) == len(g["coveredResources"]) for f in g["flavors"])
 

@@ -13,11 +13,12 @@ from tests.unit.scheduling_helpers import A100, H100, PROD, RESEARCH, SPEC, by_k
 # ---------------------------------------------------------------- good input that looks odd
 
 def test_quoted_whole_numbers_are_taken_as_numbers():
-    """Jinja renders "{{ n }}" as text in older Ansible: "8" must mean 8, emitted as an int."""
+    """Jinja renders "{{ n }}" as text in older Ansible: " 4 " must mean 4, emitted as Kubernetes writes a
+    Quantity ("4", as Kueue's controller writes the ClusterQueue back)."""
     got = scheduling.plan(spec_with(teams=[changed(RESEARCH, quota={"h100": "8", "a100": " 4 "})]), "none")
     assert got["resources"]["research"] == {"h100": 8, "a100": 4}
     (queue,) = [o for o in got["objects"] if o["kind"] == "ClusterQueue"]
-    assert [f["resources"][0]["nominalQuota"] for f in queue["spec"]["resourceGroups"][0]["flavors"]] == [8, 4]
+    assert [f["resources"][0]["nominalQuota"] for f in queue["spec"]["resourceGroups"][0]["flavors"]] == ["8", "4"]
 
 
 def test_zero_quota_is_allowed_when_the_team_can_borrow():
@@ -25,7 +26,7 @@ def test_zero_quota_is_allowed_when_the_team_can_borrow():
     got = scheduling.plan(spec_with(teams=[PROD, team]), "volcano")
     assert got["resources"]["scavenger"] == {"h100": 0}
     (queue,) = [o for o in by_kind(got, "Queue") if o["metadata"]["name"] == "scavenger"]
-    assert queue["spec"]["capability"] == {"nvidia.com/gpu": 16}  # all of prod's idle H100s
+    assert queue["spec"]["capability"] == {"nvidia.com/gpu": "16"}  # all of prod's idle H100s
 
 
 def test_empty_spec_plans_nothing():
@@ -63,7 +64,7 @@ def test_without_cohort_no_borrowing_fields_at_all():
         resource = queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
         assert set(resource) == {"name", "nominalQuota"}
     capability = {q["metadata"]["name"]: q["spec"]["capability"] for q in by_kind(got, "Queue")}
-    assert capability == {"a": {"nvidia.com/gpu": 4}, "b": {"nvidia.com/gpu": 2}}
+    assert capability == {"a": {"nvidia.com/gpu": "4"}, "b": {"nvidia.com/gpu": "2"}}
     assert any("no cohort: never borrows or lends" in line for line in got["summary"])
 
 
@@ -103,15 +104,15 @@ def test_two_teams_two_flavors_with_cohort_and_borrowing():
         "preemption": {"reclaimWithinCohort": "Any"},
         "queueingStrategy": "BestEffortFIFO",
         "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
-            {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8, "borrowingLimit": 4}]},
-            {"name": "a100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 4, "lendingLimit": 2}]},
+            {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "8", "borrowingLimit": "4"}]},
+            {"name": "a100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "4", "lendingLimit": "2"}]},
         ]}],
     }
     assert prod["spec"]["cohortName"] == "gpu-shared"
     assert prod["spec"]["namespaceSelector"]["matchExpressions"][0]["values"] == ["inference"]
     assert prod["spec"]["resourceGroups"][0]["flavors"] == [
-        {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 16}]},
-        {"name": "a100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 0}]},
+        {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "16"}]},
+        {"name": "a100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "0"}]},
     ]
     assert [q["spec"] for q in by_kind(got, "LocalQueue")] == [
         {"clusterQueue": "research"}, {"clusterQueue": "research"}, {"clusterQueue": "prod"}]
@@ -119,8 +120,8 @@ def test_two_teams_two_flavors_with_cohort_and_borrowing():
     volcano = {q["metadata"]["name"]: q["spec"] for q in by_kind(got, "Queue")}
     # research: 8+4 own; borrows at most 4 H100 (prod lends all 16) and no A100 (prod has 0 A100)
     # prod: 16 own; borrows all 8 of research's H100 and the 2 A100 research lends
-    assert volcano == {"research": {"capability": {"nvidia.com/gpu": 16}, "reclaimable": True},
-                       "prod": {"capability": {"nvidia.com/gpu": 26}, "reclaimable": True}}
+    assert volcano == {"research": {"capability": {"nvidia.com/gpu": "16"}, "reclaimable": True},
+                       "prod": {"capability": {"nvidia.com/gpu": "26"}, "reclaimable": True}}
 
 
 def test_kai_queues_carry_the_gpu_quota_and_unlimited_cpu_memory():

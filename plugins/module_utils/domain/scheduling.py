@@ -107,14 +107,21 @@ def resource_flavor(flavor):
     return {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": _meta(flavor.name), "spec": spec}
 
 
+def quantity(count):
+    """A GPU count as Kubernetes serializes a resource.Quantity: a string. Kueue's controller writes its
+    ClusterQueues back in that form (when it adds its finalizer), so a number here would differ from the live
+    object on every later run."""
+    return str(count)
+
+
 def cluster_queue(team):
     flavors = []
     for name, nominal in team.quota.items():
-        resource = {"name": GPU_RESOURCE, "nominalQuota": nominal}
+        resource = {"name": GPU_RESOURCE, "nominalQuota": quantity(nominal)}
         if name in team.borrowing_limit:
-            resource["borrowingLimit"] = team.borrowing_limit[name]
+            resource["borrowingLimit"] = quantity(team.borrowing_limit[name])
         if name in team.lending_limit:
-            resource["lendingLimit"] = team.lending_limit[name]
+            resource["lendingLimit"] = quantity(team.lending_limit[name])
         flavors.append({"name": name, "resources": [resource]})
     spec = {
         "namespaceSelector": {"matchExpressions": [
@@ -135,7 +142,7 @@ def local_queue(name, namespace, team):
 
 def volcano_queue(team, ceiling):
     return {"apiVersion": VOLCANO_API, "kind": "Queue", "metadata": _meta(team.name),
-            "spec": {"capability": {GPU_RESOURCE: ceiling}, "reclaimable": True}}
+            "spec": {"capability": {GPU_RESOURCE: quantity(ceiling)}, "reclaimable": True}}
 
 
 def _kai_resources(gpu_quota, gpu_limit):
