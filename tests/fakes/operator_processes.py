@@ -152,8 +152,8 @@ def command_line(spec, build, container, ports, account_dir, volumes=()):
     the image's files where the image has them and its ``volumes`` ((host path, mount path, is a folder)), each over
     a tmpfs so that nothing of the machine's changes."""
     args = list(container.get("args") or [])
-    args += ["%s=127.0.0.1:%d" % (flag, ports[name]) for flag, name in ((spec.metrics_flag, "metrics"),
-                                                                       (spec.probe_flag, "probe")) if flag]
+    flags = ((spec.metrics_flag, "metrics"), (spec.probe_flag, "probe"))
+    args += ["%s=127.0.0.1:%d" % (flag, ports[name]) for flag, name in flags if flag]
     if spec.image_root:
         return _in_image_root(spec, build, args, account_dir, volumes)
     mounts = dict({os.path.realpath(SA_DIR): str(account_dir)},

@@ -84,7 +84,7 @@ class PodNetwork:
     def _accept(self):
         while self._server is not None:
             try:
-                client, _ = self._server.accept()
+                client = self._server.accept()[0]
             except OSError:
                 return
             threading.Thread(target=self._tunnel, args=(client,), name="pod-network-tunnel", daemon=True).start()
@@ -97,7 +97,7 @@ class PodNetwork:
                 if not chunk or len(head) > HEAD_LIMIT:
                     return
                 head += chunk
-            head, _, early = head.partition(b"\r\n\r\n")
+            head, early = head.split(b"\r\n\r\n", 1)
             answer, upstream = self._open(head.split(b"\r\n", 1)[0].decode("latin-1"))
             client.sendall(answer)
             if upstream is None:
@@ -112,7 +112,7 @@ class PodNetwork:
         parts = request_line.split()
         if len(parts) != 3 or parts[0] != "CONNECT":
             return b"HTTP/1.1 405 Method Not Allowed\r\n\r\n", None
-        host, _, port = parts[1].rpartition(":")
+        host, port = parts[1].rpartition(":")[::2]
         host = host.strip("[]")
         if not port.isdigit():
             return b"HTTP/1.1 400 Bad Request\r\n\r\n", None
@@ -132,7 +132,7 @@ def pump(one, other):
     """Copy bytes both ways until either side closes."""
     sockets = [one, other]
     while True:
-        readable, _, _ = select.select(sockets, [], [], 300)
+        readable = select.select(sockets, [], [], 300)[0]
         if not readable:
             return
         for source in readable:
@@ -143,4 +143,3 @@ def pump(one, other):
             if not data:
                 return
             (other if source is one else one).sendall(data)
-

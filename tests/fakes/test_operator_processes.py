@@ -87,7 +87,7 @@ def test_a_pods_volumes_are_where_its_container_mounts_them_and_kueue_gets_loopb
     assert (where["/tmp/k8s-webhook-server/serving-certs"][0] / "tls.crt").read_bytes() == b"CERT"
     assert where["/visibility"][1] is True and where["/controller_manager_config.yaml"][1] is False
     # the Secret is kept in step (the cert rotator fills it after the pod starts); the subPath file is not
-    assert [volume["name"] for volume, _ in synced] == ["cert"]
+    assert [entry[0]["name"] for entry in synced] == ["cert"]
 
     spec = process_of(KUEUE_POD)
     ports = {"probe": 101, "metrics": 102, "webhook": 103, "visibility": 104}
@@ -111,5 +111,5 @@ def test_a_missing_secret_keeps_the_container_from_starting(tmp_path):
     with pytest.raises(VolumeNotReady, match='volume "cert": secret "kueue-webhook-server-cert" not found'):
         pod_volumes(Objects(config_map), KUEUE_POD, KUEUE_CONTAINER, tmp_path)
     optional = dict(KUEUE_POD, spec={"volumes": [{"name": "cert", "secret": {"secretName": "x", "optional": True}}]})
-    mounts, _ = pod_volumes(Objects(), optional, {"volumeMounts": [{"name": "cert", "mountPath": "/c"}]}, tmp_path)
-    assert [target for _, target, _ in mounts] == ["/c"]
+    mounts = pod_volumes(Objects(), optional, {"volumeMounts": [{"name": "cert", "mountPath": "/c"}]}, tmp_path)[0]
+    assert [mount[1] for mount in mounts] == ["/c"]

@@ -18,7 +18,7 @@ def echo():
     def serve():
         while True:
             try:
-                conn, _ = listener.accept()
+                conn = listener.accept()[0]
             except OSError:
                 return
             with conn:
@@ -41,7 +41,7 @@ def connect(path, target, payload=b"ping\n"):
             if not chunk:
                 break
             head += chunk
-        status, _, rest = head.partition(b"\r\n\r\n")
+        status, rest = (head.split(b"\r\n\r\n", 1) + [b""])[:2]
         if not status.startswith(b"HTTP/1.1 200"):
             return status.split(b"\r\n")[0].decode(), rest.decode()
         sock.sendall(payload)
