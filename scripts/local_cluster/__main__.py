@@ -199,7 +199,7 @@ def _running(state, data):
 
 # The operators whose own process runs on the local cluster unless CLUSTER_OPERATORS says otherwise; the others are
 # still played by the simulated controllers (tests/fakes/live_controllers.py).
-DEFAULT_OPERATORS = ("gpu-operator", "network-operator", "kueue")
+DEFAULT_OPERATORS = ("gpu-operator", "network-operator", "kueue", "volcano")
 
 
 def _real_operators():
@@ -244,7 +244,8 @@ def up(args):
     pki.kubeconfig(state.kubeconfig, server)
     for client in ("controller-manager", "scheduler", "kwok"):
         pki.kubeconfig(state.dir / ("%s.kubeconfig" % client), server, client=client, embed=False)
-    configs = write_kwok_config(state.dir, sorted((binaries / "stages").glob("*.yaml")))
+    from tests.fakes.operator_processes import held_jobs
+    configs = write_kwok_config(state.dir, sorted((binaries / "stages").glob("*.yaml")), held_jobs(builds))
     _package_charts(state.dir / "charts", builds)
     if (state.dir / "operators").exists():  # the last run's processes' tokens and logs
         shutil.rmtree(state.dir / "operators")

@@ -263,12 +263,19 @@ STAGES = [_stage("gpu-platform-job-pod-complete", [OWNED_BY_JOB, NOT_SMOKE]),
 UPSTREAM_LEFT_OUT = ("pod-complete.yaml",)  # replaced by STAGES
 
 
-def write_kwok_config(state_dir, upstream_stages):
-    """kwok.yaml (KWOK's options come from its flags): our stages; then the upstream stages (node init, lease
-    heartbeat, pod ready/delete). Pods' logs are not configured here: the node agents write each smoke pod's logs
+def write_kwok_config(state_dir, upstream_stages, held_jobs=()):
+    """kwok.yaml (KWOK's options come from its flags): our stages (a Job's pod completes unless it is one of
+    ``held_jobs``); then the upstream stages (node init, lease heartbeat, pod ready/delete). Pods' logs are not configured here: the node agents write each smoke pod's logs
     and a KWOK ``Logs`` object for it (KWOK runs with ``--enable-crds=Logs``)."""
     state_dir = Path(state_dir)
     (state_dir / "pod-logs").mkdir(parents=True, exist_ok=True)
     ours = state_dir / "kwok.yaml"
-    ours.write_text(yaml.safe_dump_all(STAGES, sort_keys=False))
+    stages = STAGES
+    if held_jobs:  # the pods of these Jobs run a real process (tests/fakes/operator_processes.py), which ends them
+        held = {"key": '.metadata.labels["batch.kubernetes.io/job-name"]', "operator": "NotIn",
+                "values": list(held_jobs)}
+        stages = [dict(stage, spec=dict(stage["spec"], selector={"matchExpressions": stage["spec"]["selector"][
+            "matchExpressions"] + [held]})) if OWNED_BY_JOB in stage["spec"]["selector"]["matchExpressions"] else stage
+            for stage in STAGES]
+    ours.write_text(yaml.safe_dump_all(stages, sort_keys=False))
     return [ours] + [Path(p) for p in upstream_stages if Path(p).name not in UPSTREAM_LEFT_OUT]

@@ -141,7 +141,10 @@ OPERATORS = (
              ("installer/helm/chart/volcano",), archive="volcano",
              version_flags=("volcano.sh/volcano/pkg/version.Version=%(tag)s",
                             "volcano.sh/volcano/pkg/version.GitSHA=%(commit)s"),
-             app_version="%(bare)s"),
+             # installer/dockerfile/webhook-manager/Dockerfile: the chart's admission-init Job runs
+             # ./gen-admission-secret.sh from the webhook manager's image (WORKDIR /)
+             image=(("installer/dockerfile/webhook-manager/gen-admission-secret.sh", "gen-admission-secret.sh"),),
+             app_version="%(bare)s", build_format="3"),
     Operator("kai-scheduler", "KAI Scheduler", "roles/scheduling/defaults/main.yml", "scheduling_kai_chart_version",
              tuple((name, "./cmd/" + name) for name in KAI_BINARIES),
              ("deployments/kai-scheduler",), archive="kai-scheduler",
@@ -197,6 +200,8 @@ def _copy(source, target):
     if source.is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
+        if source.stat().st_mode & 0o111:  # a script the image runs stays executable
+            target.chmod(0o755)
         return
     if not source.is_dir():
         raise ClusterError("%s is not in the source: the layout this build expects has changed (bump FORMAT in %s "

@@ -260,6 +260,61 @@ def test_kueue_admits_a_job_under_quota_and_holds_one_over_it(site):
             time.sleep(1)
 
 
+def _volcano_gang(name, members, gpus):
+    """A Volcano Job of ``members`` pods of ``gpus`` GPUs each, all or nothing (``minAvailable == members``)."""
+    container = {"name": "member", "image": "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04", "command": ["nvidia-smi"],
+                 "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
+                 "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True, "runAsUser": 1000,
+                                     "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}}
+    pod = {"restartPolicy": "Never", "containers": [container],
+           "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": "vision"},
+            "spec": {"schedulerName": "volcano", "queue": "default", "minAvailable": members,
+                     "tasks": [{"name": "m", "replicas": members, "template": {"spec": pod}}]}}
+
+
+def test_volcano_binds_a_gang_only_when_all_of_it_fits(site):
+    """The real Volcano v1.15.1 (its controller makes a Job's PodGroup and pods, its scheduler binds them; its
+    webhooks admit the Job): a gang of 2 one-GPU pods is bound; a gang of k+1 pods each asking for as many GPUs as
+    the largest node has, where only k nodes have that many, gets no pod bound, although k of them would fit."""
+    if site.get("apps/v1", "Deployment", "volcano-scheduler", "volcano-system") is None:
+        pytest.skip("Volcano is not installed on this cluster")
+    allocatable = [int(n["status"].get("allocatable", {}).get("nvidia.com/gpu", "0")) for n in site.list("v1", "Node")
+                   if not n["spec"].get("unschedulable")]
+    most = max(allocatable)
+    widest = allocatable.count(most)
+    jobs = site.dyn.resources.get(api_version="batch.volcano.sh/v1alpha1", kind="Job")
+    created = []
+
+    def pods(job):
+        return site.list("v1", "Pod", "vision", label_selector="volcano.sh/job-name=" + job)
+    try:
+        for name, members, gpus in (("gang-fits", 2, 1), ("gang-too-wide", widest + 1, most)):
+            jobs.create(body=_volcano_gang(name, members, gpus), namespace="vision")
+            created.append(name)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not (
+                len(pods("gang-fits")) == 2 and all(p["spec"].get("nodeName") for p in pods("gang-fits"))):
+            time.sleep(1)
+        fits = pods("gang-fits")
+        assert len(fits) == 2 and all(p["spec"].get("nodeName") for p in fits), [p.get("status") for p in fits]
+        assert {p["spec"]["schedulerName"] for p in fits} == {"volcano"}
+        time.sleep(15)  # 15 scheduling periods (1 s) after the first gang was bound
+        wide = pods("gang-too-wide")
+        assert not [p["metadata"]["name"] for p in wide if p["spec"].get("nodeName")], "a partial gang was bound"
+        groups = [g for g in site.list("scheduling.volcano.sh/v1beta1", "PodGroup", "vision")
+                  if any(ref.get("name") == "gang-too-wide" for ref in g["metadata"].get("ownerReferences") or [])]
+        assert len(groups) == 1 and groups[0]["spec"]["minMember"] == widest + 1
+        assert groups[0].get("status", {}).get("phase") in ("Pending", "Inqueue"), groups[0].get("status")
+    finally:
+        for name in created:
+            jobs.delete(name=name, namespace="vision", body={"propagationPolicy": "Foreground"})
+        deadline = time.monotonic() + 60
+        while any(site.get("batch.volcano.sh/v1alpha1", "Job", n, "vision") for n in created) \
+                and time.monotonic() < deadline:
+            time.sleep(1)
+
+
 def test_upgrade_to_the_next_patch_goes_in_the_documented_order(site):
     assert releases(site, "network-operator", "nvidia-network-operator") == [(1, "deployed")]
     driver = site.list("apps/v1", "DaemonSet", "gpu-operator", label_selector="app=nvidia-driver-daemonset")[0]

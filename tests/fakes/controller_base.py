@@ -124,6 +124,29 @@ def set_pod_ready(store, pod, reason):
     store.patch_status("v1", "Pod", meta["name"], new_status, meta["namespace"])
 
 
+def set_pod_finished(store, pod, exit_code, message=""):
+    """A pod whose container ran to its end (a Job's): Succeeded on exit code 0, else Failed, as its kubelet reports
+    it. The pod is first annotated so that KWOK leaves its status to us (it is, once its process started)."""
+    meta, status = pod["metadata"], pod.get("status") or {}
+    if (meta.get("annotations") or {}).get(KWOK_CUSTOM) != "custom":
+        store.patch("v1", "Pod", meta["name"], {"metadata": {"annotations": {KWOK_CUSTOM: "custom"}}},
+                    meta["namespace"])
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    terminated = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
+                  "startedAt": status.get("startTime") or now, "finishedAt": now}
+    if message:
+        terminated["message"] = message
+    containers = [dict(c, ready=False, started=False, state={"terminated": terminated})
+                  for c in status.get("containerStatuses") or []]
+    readiness = ("Ready", "ContainersReady")
+    conditions = [dict(c) for c in status.get("conditions") or [] if c.get("type") not in readiness]
+    conditions += [{"type": kind, "status": "False", "reason": "PodCompleted", "lastTransitionTime": now}
+                   for kind in readiness]
+    store.patch_status("v1", "Pod", meta["name"], dict(status, phase="Succeeded" if exit_code == 0 else "Failed",
+                                                       conditions=conditions, containerStatuses=containers),
+                       meta["namespace"])
+
+
 def finish_deletion(store, event):
     """KWOK leaves a pod whose status we own (``kwok.x-k8s.io/status=custom``) alone, its deletion too: confirm it, as
     the node's kubelet would once the containers stopped."""

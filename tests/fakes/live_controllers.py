@@ -118,7 +118,8 @@ class LiveDriverUpgrade(SimulatedDriverUpgrade):
 
 
 # The simulated controllers each real operator's process replaces (operator_processes.py).
-REPLACED_BY = {"gpu-operator": ("LiveGpuOperator", "LiveDriverUpgrade"), "network-operator": ("LiveNetworkOperator",)}
+REPLACED_BY = {"gpu-operator": ("LiveGpuOperator", "LiveDriverUpgrade"), "network-operator": ("LiveNetworkOperator",),
+               "volcano": ("LiveVolcanoJobs",)}
 
 
 def live_controllers(network_ready_after=2.0, mig_delay=1.0, volcano_retry=5.0, upgrade_step=1.0, logs_dir=None,

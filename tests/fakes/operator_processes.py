@@ -33,6 +33,7 @@ from __future__ import annotations
 import base64
 import os
 import shlex
+import ssl
 import subprocess
 import time
 import urllib.parse
@@ -44,11 +45,15 @@ import yaml
 
 from scripts.local_cluster.processes import pick_ports
 
-from .controller_base import Controller, finish_deletion, set_pod_ready
+from .controller_base import Controller, finish_deletion, set_pod_finished, set_pod_ready
 
+TOOLS = Path(__file__).resolve().parents[2] / "tools" / "bin"  # kubectl and helm (make tools)
 READY_POLL = 1.0  # seconds between readiness probes of a starting process
 RESTART_DELAY = 5.0  # seconds before a process that exited is started again
 TOKEN_SECONDS = 24 * 3600
+UNVERIFIED = ssl.create_default_context()  # the kubelet's HTTPS probes check no certificate
+UNVERIFIED.check_hostname = False
+UNVERIFIED.verify_mode = ssl.CERT_NONE
 
 
 @dataclass(frozen=True)
@@ -62,15 +67,19 @@ class OperatorProcess:
     mounts: dict = field(default_factory=dict)  # path in the image -> directory in the build (under image/)
     image_root: bool = False  # the build's image/ is the root it runs in (chrooted), not mounts beside the machine's
     workdir: str = ""  # the container's working directory (image_root); "" for the process's own folder
-    metrics_flag: str = "--metrics-bind-address"  # "" when the process takes its addresses from its config file
-    probe_flag: str = "--health-probe-bind-address"
-    ready_path: str = "/readyz"
+    # arguments appended after the container's (the last of a flag wins): (format, the loopback port it takes or None)
+    flags: tuple = (("--metrics-bind-address=127.0.0.1:%d", "metrics"), ("--health-probe-bind-address=127.0.0.1:%d",
+                                                                         "probe"))
     # the container's ports the process serves, by the name of the loopback port it gets; the pod network
     # (tests/fakes/pod_network.py) connects <pod IP>:<container port> to it (webhooks, aggregated APIs)
     serves: dict = field(default_factory=lambda: {"metrics": 8080, "probe": 8081})
     volumes: bool = False  # the container's configMap, secret and emptyDir volumes where it mounts them (image_root)
     config_flag: str = ""  # the argument naming its config file (in a volume), rewritten by ``configure``
     configure: object = None  # (config, ports) -> config: the loopback addresses in place of the container's
+    job: bool = False  # runs to completion: its exit code ends the pod (Succeeded or Failed), KWOK leaves it alone
+    command: bool = False  # the container's command, run from the image's folder (its working directory /)
+    # the machine's shell that stands in for the image's /bin/sh (bound over it in the process's mount namespace)
+    image_shell: str = ""
 
 
 def kueue_configuration(config, ports):
@@ -101,10 +110,37 @@ PROCESSES = (
     # certificate Secret, which its cert rotator fills, at /tmp/k8s-webhook-server/serving-certs, and an emptyDir at
     # /visibility for the visibility server's own certificate); a distroless image with /manager.
     OperatorProcess("kueue", {"app.kubernetes.io/name": "kueue", "control-plane": "controller-manager"},
-                    "manager", "kueue", image_root=True, workdir="/", metrics_flag="", probe_flag="",
+                    "manager", "kueue", image_root=True, workdir="/", flags=(),
                     serves={"probe": 8081, "metrics": 8443, "webhook": 9443, "visibility": 8082}, volumes=True,
                     config_flag="--config", configure=kueue_configuration),
+    # volcano v1.15.1 (installer/helm/chart/volcano, release "volcano"). The chart's pre-install hook Job runs the
+    # webhook manager image's ./gen-admission-secret.sh (openssl and kubectl: a CA and the Service's certificate into
+    # the Secret volcano-admission-secret), which the webhook manager mounts; it then puts its CA into the chart's
+    # webhook configurations. cmd/*/app/options: --listen-address, --port, --healthz-address (":11251" each).
+    # The image is alpine's: its /bin/sh (busybox ash) takes the script's [[ ]] and function, which Debian's dash
+    # does not; bash does.
+    OperatorProcess("volcano", {"batch.kubernetes.io/job-name": "volcano-admission-init"}, "main", "",
+                    job=True, command=True, image_shell="/bin/bash", flags=(), serves={}),
+    OperatorProcess("volcano", {"app": "volcano-admission"}, "admission", "vc-webhook-manager", image_root=True,
+                    workdir="/", volumes=True,
+                    flags=(("--listen-address=127.0.0.1", None), ("--port=%d", "webhook"),
+                           ("--healthz-address=127.0.0.1:%d", "probe")),
+                    serves={"webhook": 8443, "probe": 11251}),
+    OperatorProcess("volcano", {"app": "volcano-scheduler"}, "volcano-scheduler", "vc-scheduler", image_root=True,
+                    workdir="/", volumes=True,
+                    flags=(("--listen-address=127.0.0.1:%d", "metrics"), ("--healthz-address=127.0.0.1:%d", "probe")),
+                    serves={"metrics": 8080, "probe": 11251}),
+    OperatorProcess("volcano", {"app": "volcano-controller"}, "volcano-controllers", "vc-controller-manager",
+                    image_root=True, workdir="/", volumes=True,
+                    flags=(("--listen-address=127.0.0.1:%d", "metrics"), ("--healthz-address=127.0.0.1:%d", "probe")),
+                    serves={"metrics": 8081, "probe": 11251}),
 )
+
+
+def held_jobs(operators):
+    """The Jobs whose pods a real process runs to completion for ``operators`` (KWOK must not complete them)."""
+    return sorted(spec.pod_labels["batch.kubernetes.io/job-name"] for spec in PROCESSES
+                  if spec.job and spec.name in operators)
 
 
 def process_of(pod):
@@ -152,19 +188,27 @@ def command_line(spec, build, container, ports, account_dir, volumes=()):
     the image's files where the image has them and its ``volumes`` ((host path, mount path, is a folder)), each over
     a tmpfs so that nothing of the machine's changes."""
     args = list(container.get("args") or [])
-    flags = ((spec.metrics_flag, "metrics"), (spec.probe_flag, "probe"))
-    args += ["%s=127.0.0.1:%d" % (flag, ports[name]) for flag, name in flags if flag]
+    args += [flag % ports[name] if name else flag for flag, name in spec.flags]
     if spec.image_root:
         return _in_image_root(spec, build, args, account_dir, volumes)
     mounts = dict({os.path.realpath(SA_DIR): str(account_dir)},
                   **{target: str(build / source) for target, source in spec.mounts.items()})
     script = []
-    for top in sorted({"/" + target.strip("/").split("/")[0] for target in mounts}):
+    tops = {"/" + target.strip("/").split("/")[0] for target in mounts}
+    if spec.job:
+        tops.add("/tmp")  # a /tmp of its own, as its container's (a script writes its files there)
+    for top in sorted(tops):
         script.append("mount -t tmpfs gpu-platform-pod %s" % shlex.quote(top))
     for target, source in sorted(mounts.items()):
         quoted = (shlex.quote(target), shlex.quote(source), shlex.quote(target))
         script.append("mkdir -p %s && mount --bind %s %s" % quoted)
-    script.append("exec %s" % " ".join(shlex.quote(a) for a in [str(build / spec.binary)] + args))
+    if spec.image_shell:
+        script.append("mount --bind %s /bin/sh" % shlex.quote(spec.image_shell))
+    argv = [str(build / spec.binary)] + args
+    if spec.command:  # the container's command from its working directory /: the image's folder here
+        script.append("cd %s" % shlex.quote(str(build / "image")))
+        argv = list(container.get("command") or []) + args
+    script.append("exec %s" % " ".join(shlex.quote(a) for a in argv))
     return ["unshare", "--mount", "--propagation", "private", "sh", "-ec", " && ".join(script)]
 
 
@@ -204,6 +248,24 @@ def write_account(directory, namespace, token, ca_data):
         fd = os.open(str(directory / name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+
+
+def readiness_url(container, serves, ports):
+    """Where the kubelet's readiness probe of ``container`` (its ``httpGet``) reaches the process: (URL, None), or
+    (None, None) for a container without one (Ready once it runs), or (None, why) for a probe of a port the process
+    does not serve (never Ready, as on a node)."""
+    probe = (container.get("readinessProbe") or {}).get("httpGet")
+    if not probe:
+        return None, None
+    port = probe.get("port")
+    if isinstance(port, str) and not port.isdigit():
+        port = next((p.get("containerPort") for p in container.get("ports") or [] if p.get("name") == port), port)
+    name = next((n for n, number in serves.items() if str(number) == str(port)), None)
+    if name is None:
+        return None, "its readiness probe's port %s is none the process serves (%s)" % (
+            port, ", ".join("%s %s" % item for item in sorted(serves.items())) or "none")
+    scheme = (probe.get("scheme") or "HTTP").lower()
+    return "%s://127.0.0.1:%d%s" % (scheme, ports[name], probe.get("path") or "/"), None
 
 
 class VolumeNotReady(Exception):
@@ -282,9 +344,11 @@ def configure_process(spec, container, mounts, ports):
     host.write_text(yaml.safe_dump(spec.configure(config, ports), sort_keys=False))
 
 
-class _Running:
+class _Running:  # pylint: disable=too-many-instance-attributes - a record of one process
     def __init__(self, spec, pod, proc, ports, log, synced=()):
         self.spec, self.proc, self.ports, self.log = spec, proc, ports, log
+        container = next(c for c in pod["spec"]["containers"] if c["name"] == spec.container)
+        self.ready_url, self.unready = readiness_url(container, spec.serves, ports)
         self.synced = list(synced)
         self.uid = pod["metadata"]["uid"]
         self.ip = (pod.get("status") or {}).get("podIP")
@@ -359,7 +423,10 @@ class OperatorProcesses(Controller):
                 return
         argv = command_line(spec, self.builds[spec.name], container, ports, home / "serviceaccount", mounts)
         address = urllib.parse.urlsplit(self.api_server)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+        path = os.environ.get("PATH", "/usr/bin:/bin")
+        if spec.command:  # what its image has on its PATH beside the machine's tools (kubectl)
+            path = "%s:%s" % (TOOLS, path)
+        env = {"PATH": path, "HOME": str(home),
                "KUBERNETES_SERVICE_HOST": address.hostname, "KUBERNETES_SERVICE_PORT": str(address.port or 443)}
         env.update(container_env(pod, container))
         log = home / "process.log"
@@ -404,6 +471,14 @@ class OperatorProcesses(Controller):
             self._stop(running)
             return
         code = running.proc.poll()
+        if running.spec.job:  # runs to completion: its exit code ends the pod (the Job controller counts it)
+            if code is None:
+                self.clock.call_later(READY_POLL, lambda: self._probe(running))
+                return
+            self.running.pop(running.key, None)
+            lines = running.log.read_text(errors="replace").strip().splitlines()[-3:]
+            set_pod_finished(self.store, pod, code, " | ".join(lines))
+            return
         if code is not None:
             if self.network is not None and running.ip:
                 self.network.remove(running.ip, running.spec.serves.values())
@@ -418,14 +493,14 @@ class OperatorProcesses(Controller):
                 write_volume(folder, volume_files(self.store, running.key[0], volume))
             except VolumeNotReady:
                 pass  # the files stay as they were
-        ready = False
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (running.ports["probe"], running.spec.ready_path),
-                                        timeout=2) as response:
-                ready = response.status == 200
-        except OSError:
-            ready = False
-        waiting = ("Running", "%s: %s not ready yet" % (running.spec.name, running.spec.ready_path))
+        ready = running.ready_url is None and running.unready is None  # no readiness probe: Ready once running
+        if running.ready_url:
+            try:  # as the kubelet probes: any 2xx or 3xx, an HTTPS certificate unchecked
+                with urllib.request.urlopen(running.ready_url, timeout=2, context=UNVERIFIED) as response:
+                    ready = 200 <= response.status < 400
+            except OSError:
+                ready = False
+        waiting = ("Running", "%s: %s" % (running.spec.name, running.unready or "%s not ready yet" % running.ready_url))
         set_pod_ready(self.store, pod, None if ready else waiting)
         self.clock.call_later(READY_POLL if not ready else READY_POLL * 10, lambda: self._probe(running))
 

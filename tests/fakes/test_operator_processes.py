@@ -6,7 +6,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .operator_processes import SA_DIR, VolumeNotReady, command_line, configure_process, pod_volumes, process_of
+from scripts.local_cluster.fleet import write_kwok_config
+
+from .operator_processes import (SA_DIR, VolumeNotReady, command_line, configure_process, held_jobs, pod_volumes,
+                                 process_of, readiness_url)
 
 
 def pod(labels):
@@ -113,3 +116,40 @@ def test_a_missing_secret_keeps_the_container_from_starting(tmp_path):
     optional = dict(KUEUE_POD, spec={"volumes": [{"name": "cert", "secret": {"secretName": "x", "optional": True}}]})
     mounts = pod_volumes(Objects(), optional, {"volumeMounts": [{"name": "cert", "mountPath": "/c"}]}, tmp_path)[0]
     assert [mount[1] for mount in mounts] == ["/c"]
+
+
+def test_readiness_is_the_containers_probe_at_the_processs_port():
+    serves = {"probe": 8081, "metrics": 8443}
+    ports = {"probe": 40001, "metrics": 40002}
+    probe = {"readinessProbe": {"httpGet": {"path": "/readyz", "port": 8081}}}
+    assert readiness_url(probe, serves, ports) == ("http://127.0.0.1:40001/readyz", None)
+    named = {"readinessProbe": {"httpGet": {"path": "/m", "port": "metrics", "scheme": "HTTPS"}},
+             "ports": [{"name": "metrics", "containerPort": 8443}]}
+    assert readiness_url(named, serves, ports) == ("https://127.0.0.1:40002/m", None)
+    assert readiness_url({}, serves, ports) == (None, None)  # no probe (Volcano's): Ready once it runs
+    url, why = readiness_url({"readinessProbe": {"httpGet": {"path": "/", "port": 9999}}}, serves, ports)
+    assert url is None and "port 9999 is none the process serves" in why
+
+
+def test_only_a_real_operators_jobs_are_held_from_kwok():
+    assert held_jobs(["gpu-operator", "kueue"]) == []
+    assert held_jobs(["volcano"]) == ["volcano-admission-init"]
+    spec = process_of({"metadata": {"labels": {"batch.kubernetes.io/job-name": "volcano-admission-init"}}})
+    assert spec.job and spec.command and spec.image_shell == "/bin/bash"
+    argv = command_line(spec, Path("/b"), {"command": ["./gen-admission-secret.sh"], "args": ["--secret", "s"]}, {},
+                        Path("/pod/serviceaccount"))
+    script = argv[-1]
+    assert "mount -t tmpfs gpu-platform-pod /tmp" in script and "mount --bind /bin/bash /bin/sh" in script
+    assert script.endswith("cd /b/image && exec ./gen-admission-secret.sh --secret s")
+
+
+def test_kwok_completes_every_jobs_pod_but_those_a_real_process_ends(tmp_path):
+    write_kwok_config(tmp_path, [], held_jobs(["volcano"]))
+    stages = {s["metadata"]["name"]: s["spec"]["selector"]["matchExpressions"]
+              for s in yaml.safe_load_all((tmp_path / "kwok.yaml").read_text())}
+    held = {"key": '.metadata.labels["batch.kubernetes.io/job-name"]', "operator": "NotIn",
+            "values": ["volcano-admission-init"]}
+    assert held in stages["gpu-platform-job-pod-complete"] and held in stages["gpu-platform-smoke-job-pod-complete"]
+    assert held not in stages["gpu-platform-bare-pod-complete"]
+    write_kwok_config(tmp_path, [], held_jobs(["gpu-operator"]))
+    assert "NotIn" not in (tmp_path / "kwok.yaml").read_text()

@@ -80,6 +80,16 @@ def test_unserved_kind_is_a_clear_error(client):
         client.get("example.com/v1", "Nothing", "x")
 
 
+def test_a_kind_whose_crd_went_is_not_served_though_the_discovery_cache_names_it(fake_api):
+    # The kubernetes library keeps discovery in a file later runs read: uninstall.yml deleted the CRD (the real
+    # Network Operator's NV-IPAM IPPool) since a run cached it; the next site.yml must wait for it, not apply to a 404.
+    assert kube.KubeClient(kubeconfig=fake_api.kubeconfig).serves("nvidia.com/v1", "ClusterPolicy")
+    fake_api.store.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", "clusterpolicies.nvidia.com")
+    fresh = kube.KubeClient(kubeconfig=fake_api.kubeconfig)
+    assert not fresh.serves("nvidia.com/v1", "ClusterPolicy")
+    assert fresh.serves("v1", "ConfigMap") and fresh.serves("apps/v1", "Deployment")
+
+
 def test_api_error_carries_the_status_message(client, fake_api):
     client.apply(CM)
     bad = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default", "resourceVersion": "1"}}

@@ -95,6 +95,7 @@ class KubeClient:
         self._api_client = api_client
         self._core_api = None
         self._resources = {}
+        self._confirmed = set()  # (api_version, kind) the server itself listed (serves)
 
     # -- plumbing -----------------------------------------------------------
     @contextlib.contextmanager
@@ -127,11 +128,27 @@ class KubeClient:
         return self._resources[key]
 
     def serves(self, api_version, kind):
+        """Whether the cluster serves the kind now. The client keeps its discovery in a file that later runs read
+        too, so a kind whose CRD was deleted since (an uninstall, then an install) is still in it: a kind found there
+        is confirmed once by the server's own list of its group version."""
         try:
             self.resource(api_version, kind)
-            return True
         except ToolError:
             return False
+        if (api_version, kind) in self._confirmed:
+            return True
+        path = "/api/v1" if api_version == "v1" else "/apis/" + api_version
+        try:
+            with self._transport("discover %s" % api_version):
+                listed = self._dyn.request("get", path).to_dict()
+        except self._exceptions.NotFoundError:
+            listed = {}
+        if any(r.get("kind") == kind for r in listed.get("resources") or []):
+            self._confirmed.add((api_version, kind))
+            return True
+        self._resources.pop((api_version, kind), None)
+        self._dyn.resources.invalidate_cache()  # the stale file too
+        return False
 
     def _call(self, what, func, *args, **kwargs):
         try:
