@@ -265,8 +265,9 @@ UPSTREAM_LEFT_OUT = ("pod-complete.yaml",)  # replaced by STAGES
 
 def write_kwok_config(state_dir, upstream_stages, held_jobs=()):
     """kwok.yaml (KWOK's options come from its flags): our stages (a Job's pod completes unless it is one of
-    ``held_jobs``); then the upstream stages (node init, lease heartbeat, pod ready/delete). Pods' logs are not configured here: the node agents write each smoke pod's logs
-    and a KWOK ``Logs`` object for it (KWOK runs with ``--enable-crds=Logs``)."""
+    ``held_jobs``); then the upstream stages (node init, lease heartbeat, pod ready/delete). Pods' logs are not
+    configured here: the node agents write each smoke pod's logs and a KWOK ``Logs`` object for it (KWOK runs with
+    ``--enable-crds=Logs``)."""
     state_dir = Path(state_dir)
     (state_dir / "pod-logs").mkdir(parents=True, exist_ok=True)
     ours = state_dir / "kwok.yaml"

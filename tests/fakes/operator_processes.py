@@ -344,7 +344,7 @@ def configure_process(spec, container, mounts, ports):
     host.write_text(yaml.safe_dump(spec.configure(config, ports), sort_keys=False))
 
 
-class _Running:  # pylint: disable=too-many-instance-attributes - a record of one process
+class _Running:  # pylint: disable=too-many-instance-attributes  # a record of one process
     def __init__(self, spec, pod, proc, ports, log, synced=()):
         self.spec, self.proc, self.ports, self.log = spec, proc, ports, log
         container = next(c for c in pod["spec"]["containers"] if c["name"] == spec.container)
