@@ -193,7 +193,7 @@ flux-build: venv
 # packaged, one cache entry per operator keyed by its source's sha256 (scripts/local_cluster/operators.py).
 # OPERATORS names those to build (default: the ones the local cluster runs, scripts/local_cluster DEFAULT_OPERATORS);
 # OPERATORS=all builds every one.
-OPERATORS ?= gpu-operator network-operator kueue volcano
+OPERATORS ?= gpu-operator network-operator kueue volcano dra-driver
 .PHONY: operators-build
 operators-build: venv tools
 	cd $(ROOT) && $(LOCAL_CLUSTER) build --operators $(filter-out all,$(OPERATORS))

@@ -199,7 +199,7 @@ def _running(state, data):
 
 # The operators whose own process runs on the local cluster unless CLUSTER_OPERATORS says otherwise; the others are
 # still played by the simulated controllers (tests/fakes/live_controllers.py).
-DEFAULT_OPERATORS = ("gpu-operator", "network-operator", "kueue", "volcano")
+DEFAULT_OPERATORS = ("gpu-operator", "network-operator", "kueue", "volcano", "dra-driver")
 
 
 def _real_operators():
