@@ -197,14 +197,14 @@ def _running(state, data):
                        "then `make cluster-up`." % (state.dir, "\n".join(lines)))
 
 
-# The operators whose own process runs on the local cluster unless CLUSTER_OPERATORS says otherwise; the others are
-# still played by the simulated controllers (tests/fakes/live_controllers.py).
+# The operators whose own process runs on the local cluster unless CLUSTER_OPERATORS says otherwise; for the others,
+# their fixture chart is served and nothing reconciles their resources (the KAI Scheduler's, still).
 DEFAULT_OPERATORS = ("gpu-operator", "network-operator", "kueue", "volcano", "dra-driver")
 
 
 def _real_operators():
     """The operators whose real process runs (``CLUSTER_OPERATORS``: names, comma-separated, ``DEFAULT_OPERATORS``
-    when unset; ``none`` for the simulated controllers alone)."""
+    when unset; ``none`` for the fixture charts alone, with no operator's controller)."""
     text = os.environ.get("CLUSTER_OPERATORS")
     if text is None:
         return list(DEFAULT_OPERATORS)
@@ -373,7 +373,7 @@ def main(argv=None):
                                    "its own: all of them, or those named (scripts/local_cluster/operators.py)")
     up_parser = commands.add_parser("up", help="start the cluster (a no-op when it runs)")
     up_parser.add_argument("--bare", action="store_true", default=os.environ.get("CLUSTER_BARE") == "1",
-                           help="only the control plane and the fleet: no chart repository, no simulated operators "
+                           help="only the control plane and the fleet: no chart repository, no node agents or operators "
                                 "(also CLUSTER_BARE=1)")
     up_parser.add_argument("--gitops", action="store_true", default=gitops,
                            help="then the Flux CRDs, source-, kustomize- and helm-controller and a git server "

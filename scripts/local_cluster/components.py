@@ -120,8 +120,9 @@ def write_egress(directory):
 
 def platform_services(state, ports, builds=None):
     """What the platform's own controllers and charts would be on a real cluster, played on loopback:
-    the chart repository serving the test charts and the simulated operators (tests/fakes/live.py), which also runs
-    the real process of each operator in ``builds`` ({name: build directory}) for its pod."""
+    the chart repository serving the charts, and tests/fakes/live.py: the node agents, the real process of each
+    operator in ``builds`` ({name: build directory}) for its pod, and the pod network the API server reaches them
+    through."""
     python = sys.executable
     real = ",".join("%s=%s" % (name, path) for name, path in sorted((builds or {}).items()))
     return [

@@ -1,10 +1,11 @@
-"""Run the simulated operators' controllers against a real API server (the local control plane).
+"""Run the node agents and the operators' real processes against a real API server (the local control plane).
 
     python -m tests.fakes.live --kubeconfig build/cluster/kubeconfig --logs-dir build/cluster/pod-logs \\
         --health-port 8089
 
-runs the controllers of ``live_controllers.live_controllers()`` (the same classes the fake API server runs, adapted
-where the real kube-controller-manager, scheduler and KWOK already act) until SIGTERM or SIGINT. It serves
+runs the controllers of ``live_controllers.live_controllers()`` (what happens on the nodes), the operators' own
+processes for their pods (``--operator-builds``, ``operator_processes.py``) and the pod network the API server reaches
+them through (``--pod-network``, ``pod_network.py``) until SIGTERM or SIGINT. It serves
 ``GET /healthz`` on 127.0.0.1:PORT: 200 ``ok`` once every watch has done its initial list and the controllers
 have handled what it found, 503 before. Each write the controllers make is one line on stdout; a controller that
 raises is logged with its traceback on stderr and the loop goes on.
@@ -363,8 +364,6 @@ def main(argv=None):
     parser.add_argument("--kubeconfig", required=True, help="admin kubeconfig of the cluster")
     parser.add_argument("--logs-dir", help="where the node agents write the smoke pods' logs (KWOK serves them)")
     parser.add_argument("--health-port", type=int, default=0, help="port of GET /healthz on 127.0.0.1")
-    parser.add_argument("--network-ready-after", type=float, default=2.0,
-                        help="seconds until the NicClusterPolicy's components report ready")
     parser.add_argument("--mig-delay", type=float, default=1.0,
                         help="seconds the MIG manager takes to apply a layout")
     parser.add_argument("--operator-builds", default="",
@@ -389,7 +388,7 @@ def main(argv=None):
     if args.pod_network:
         network = PodNetwork(args.pod_ranges.split(",")).serve(args.pod_network)
         log_line("pod network (the API server's egress): %s" % args.pod_network)
-    log_line("simulated operators: healthz on http://127.0.0.1:%d/healthz, kubeconfig %s"
+    log_line("node agents and operators: healthz on http://127.0.0.1:%d/healthz, kubeconfig %s"
              % (health.server_address[1], args.kubeconfig))
     if args.logs_dir:
         log_line("smoke pods' logs (written here, served by KWOK): %s%s"
@@ -397,8 +396,7 @@ def main(argv=None):
     store = _connect(args.kubeconfig, stop)
     runner = processes = None
     if store is not None:
-        controllers = live_controllers(network_ready_after=args.network_ready_after, mig_delay=args.mig_delay,
-                                       logs_dir=args.logs_dir, real=sorted(builds))
+        controllers = live_controllers(mig_delay=args.mig_delay, logs_dir=args.logs_dir)
         if builds:
             server, ca_data = ca_data_of(args.kubeconfig)
             processes = OperatorProcesses(builds, server, ca_data, args.operator_dir or os.path.join(

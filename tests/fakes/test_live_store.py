@@ -1,4 +1,4 @@
-"""tests/fakes/live_store.py (LiveStore) and live_volcano.place_gang, against the fake API server over HTTP.
+"""tests/fakes/live_store.py (LiveStore), against the fake API server over HTTP.
 
 The fake runs no controllers (``controllers=[]``): what LiveStore sends is what the fake logs.
 """
@@ -7,9 +7,7 @@ The fake runs no controllers (``controllers=[]``): what LiveStore sends is what 
 import pytest
 
 from .controllers import set_status
-from .gpu_operator import gpu_node
 from .live_store import LiveStore, NotServed
-from .live_volcano import place_gang
 
 CONTAINERS = [{"name": "c", "image": "img:1"}]
 
@@ -95,37 +93,3 @@ def test_modify_reads_again_and_retries_on_conflict(fake):
     assert calls == [{}, {"theirs": "1"}]
     assert fake.store.get("v1", "ConfigMap", "cm")["data"] == {"theirs": "1", "ours": "1"}
     assert [r["code"] for r in fake.writes()].count(409) == 1
-
-
-# ---------------------------------------------------------------- place_gang
-
-
-class _Listing:
-    """Just ``list`` of nodes and pods, for ``place_gang``."""
-
-    def __init__(self, nodes, pods=()):
-        self.objects = {"Node": list(nodes), "Pod": list(pods)}
-
-    def list(self, api_version, kind, namespace=None, label_selector="", field_selector=""):
-        return self.objects[kind]
-
-
-def _pod(name, gpus=1, **spec):
-    return {"metadata": {"name": name, "namespace": "default", "labels": {}},
-            "spec": dict(spec, containers=[{"name": "c", "resources": {"requests": {"nvidia.com/gpu": str(gpus)}}}])}
-
-
-def test_place_gang_honours_readiness_taints_selectors_and_free_resources():
-    nodes = [gpu_node("a"), gpu_node("b"), gpu_node("c"), gpu_node("d")]
-    nodes[0]["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
-    nodes[1]["spec"] = {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]}
-    nodes[3]["metadata"]["labels"]["pool"] = "big"
-    busy = dict(_pod("busy", 6), spec=dict(_pod("busy", 6)["spec"], nodeName="c"), status={"phase": "Running"})
-    done = dict(_pod("done", 8), spec=dict(_pod("done", 8)["spec"], nodeName="d"), status={"phase": "Succeeded"})
-    store = _Listing(nodes, [busy, done])
-    assert place_gang(store, [_pod("p0", 2), _pod("p1", 2)]) == {"p0": "c", "p1": "d"}
-    assert place_gang(store, [_pod("p0", 3), _pod("p1", 3)]) == {"p0": "d", "p1": "d"}  # 2 GPUs free on c
-    assert place_gang(store, [_pod("p0", 8, nodeSelector={"pool": "big"}), _pod("p1", 1, nodeSelector={
-        "pool": "big"})]) == {}  # the gang does not fit as a whole: nothing is placed
-    tolerant = _pod("p0", 8, tolerations=[{"key": "dedicated", "operator": "Exists"}])
-    assert place_gang(store, [tolerant]) == {"p0": "b"}
