@@ -140,6 +140,11 @@ def test_site_converges_on_the_real_api_server_then_changes_nothing(site):
     # status.state is the real operator's (v26.3.3, built from its pinned source): its field manager wrote the status
     managers = {(m["manager"], m.get("subresource")) for m in policy["metadata"]["managedFields"]}
     assert ("gpu-operator", "status") in managers, managers
+    # the NicClusterPolicy's too: the real Network Operator v26.4.0 wrote its state, component by component
+    (nic,) = site.list("mellanox.com/v1alpha1", "NicClusterPolicy")
+    assert nic["status"]["state"] == "ready" and nic["status"].get("appliedStates"), nic["status"]
+    assert ("network-operator", "status") in {(m["manager"], m.get("subresource"))
+                                              for m in nic["metadata"]["managedFields"]}
     # helm installed the real chart (packaged from the v26.3.3 source), with the ClusterPolicy its templates made
     manifest = subprocess.run([str(ROOT / "tools" / "bin" / "helm"), "get", "manifest", "gpu-operator", "-n",
                                "gpu-operator", "--kubeconfig", site.cluster.kubeconfig], capture_output=True, text=True,
