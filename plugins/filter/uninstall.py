@@ -24,6 +24,12 @@ def uninstall_check(removal, settings, cluster=None):
 
 
 @user_errors
+def uninstall_deletable_crs(results):
+    """The custom resources uninstall.yml deletes one by one (those a chart's webhook protects go with their CRD)."""
+    return uninstall.deletable_crs(results)
+
+
+@user_errors
 def runtime_backup_manifest(stat_results, dir_results, find_results, taken, service="containerd"):
     """The manifest of a host's container runtime backup, from the registered results of the stat loop over its
     files (sha256), the stat loop over its drop-in folders and the find loop over those that exist."""
@@ -43,4 +49,5 @@ class FilterModule:
 
     def filters(self):
         return {"uninstall_plan": uninstall_plan, "uninstall_check": uninstall_check,
+                "uninstall_deletable_crs": uninstall_deletable_crs,
                 "runtime_backup_manifest": runtime_backup_manifest, "runtime_restore_plan": runtime_restore_plan}

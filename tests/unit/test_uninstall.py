@@ -263,3 +263,19 @@ def test_the_network_operator_charts_nic_node_policy_crd_goes_too():
     assert "nicnodepolicies.mellanox.com" in names and "nicclusterpolicies.mellanox.com" in names
     kinds = [k["kind"] for k in layer(plan, "network_operator")["cr_kinds"]]
     assert "NicNodePolicy" in kinds
+
+
+def test_volcanos_own_queues_are_left_to_their_crds_deletion():
+    """Volcano's webhook refuses to delete its `root` and `default` Queues ("`root` queue can not be deleted",
+    found by running the real Volcano v1.15.1): they go with the CRD; the teams' queues and the rest are deleted."""
+    def queue(name):
+        return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}}
+    results = [
+        {"item": {"api_version": "scheduling.volcano.sh/v1beta1", "kind": "Queue"},
+         "resources": [queue("root"), queue("default"), queue("vision")]},
+        {"item": {"api_version": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue"},
+         "resources": [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "root"}}]},
+        {"item": {"api_version": "batch.volcano.sh/v1alpha1", "kind": "Job"}, "skipped": True},
+    ]
+    assert [(o["kind"], o["metadata"]["name"]) for o in uninstall.deletable_crs(results)] == [
+        ("Queue", "vision"), ("ClusterQueue", "root")]

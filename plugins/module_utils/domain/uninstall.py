@@ -36,6 +36,10 @@ ACCEPT_RUNTIME_LOSS = "gpu_platform_uninstall_accept_runtime_loss"
 REMOVE_CRDS = "gpu_platform_uninstall_crds"
 
 PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+# Custom resources a chart's own controller makes and its admission webhook refuses to delete while it runs: they
+# are not deleted one by one; the deletion of their CRD removes them (past the webhooks). Volcano v1.15.1
+# (pkg/webhooks/admission/queues/validate/validate_queue.go): "`root` queue can not be deleted", and `default`.
+UNDELETABLE_CRS = {("scheduling.volcano.sh/v1beta1", "Queue"): frozenset({"root", "default"})}
 
 # Groups whose objects go after their scheduler's release: Volcano's admission webhook refuses to delete
 # a Queue that is not Closed, and with the release gone nothing holds them.
@@ -351,3 +355,16 @@ def restore_plan(manifest, backup_dir, current_dropins):
 
 def _under_any(path, folders):
     return any(path.startswith(folder.rstrip("/") + "/") for folder in folders)
+
+
+def deletable_crs(results):
+    """The custom resources to delete one by one, from the registered results of the loop that listed each of the
+    plan's ``cr_kinds`` (``item``: the kind, ``resources``: what the cluster holds): all but ``UNDELETABLE_CRS``,
+    which go with their CRD."""
+    objects = []
+    for result in results or []:
+        item = result.get("item") or {}
+        keep = UNDELETABLE_CRS.get((item.get("api_version"), item.get("kind")), frozenset())
+        objects += [obj for obj in result.get("resources") or []
+                    if (obj.get("metadata") or {}).get("name") not in keep]
+    return objects
