@@ -233,7 +233,10 @@ def _on_cluster(kube, params, objects, check_mode, clock, interval):
         result = RUNNERS[params["check"]](kube, params, objects, clock, interval)
     finally:
         if params.get("cleanup", True):
-            removed = remove(kube, params, objects)
+            # Waited for once the test has its verdict: a smoke pod still terminating holds its GPU, and the GPU
+            # Operator's driver upgrade refuses to evict a bare pod ("cannot delete Pods that declare no controller"),
+            # which failed the node's upgrade when upgrade.yml ran right after a smoke test.
+            removed = remove(kube, params, objects, wait=result is not None, clock=clock, interval=interval)
             if result is not None:
                 result["removed"] = removed
     return result
