@@ -255,12 +255,27 @@ def as_job(pod):
             "spec": {"backoffLimit": 0, "template": {"metadata": template_meta, "spec": dict(pod["spec"])}}}
 
 
+# Flux creates such an object once and never updates it. A Volcano Job is one run: Volcano's webhook refuses any
+# update but minAvailable, replicas and priorityClassName ("job updates may not change fields other than ..."), and a
+# re-apply of the same manifest drops the defaults its mutating webhook added at creation, so Flux's next
+# reconcile of the smoke unit failed (found with the real Volcano v1.15.1).
+CREATE_ONCE = {"kustomize.toolkit.fluxcd.io/ssa": "IfNotPresent"}
+
+
+def _create_once(obj):
+    if obj["apiVersion"] != smoke_objects.VOLCANO_JOB_API or obj["kind"] != "Job":
+        return obj
+    meta = dict(obj["metadata"], annotations=dict(obj["metadata"].get("annotations") or {}, **CREATE_ONCE))
+    return dict(obj, metadata=meta)
+
+
 def render_objects(params, objects):
     """What goes to the bundle: bare Pods become Jobs, except KAI gang members (a Job's pods would get the
-    pod-grouper's own one-pod groups at v0.13, so the gang is bare Pods in a PodGroup)."""
+    pod-grouper's own one-pod groups at v0.13, so the gang is bare Pods in a PodGroup); a Volcano Job is created
+    once (``CREATE_ONCE``)."""
     if params["check"] == smoke_objects.GANG and params.get("scheduler") == smoke_objects.KAI:
         return list(objects)
-    return [as_job(o) if o["kind"] == "Pod" else o for o in objects]
+    return [as_job(o) if o["kind"] == "Pod" else _create_once(o) for o in objects]
 
 
 def with_ssh_secret(params, objects):

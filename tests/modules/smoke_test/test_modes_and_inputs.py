@@ -76,6 +76,18 @@ def test_render_keeps_the_kai_gang_as_a_pod_group_with_bare_pods(tmp_path):
     assert kinds == ["Pod", "Pod", "PodGroup"]
 
 
+def test_render_has_flux_create_the_volcano_gang_once(tmp_path):
+    # Volcano's webhook refuses a Job update that a re-apply of the same manifest makes (the defaults its mutating
+    # webhook set at creation go): Flux creates it once (kustomize.toolkit.fluxcd.io/ssa: IfNotPresent).
+    out = tmp_path / "smoke"
+    failed, result = run_module("smoke_test", {"check": "gang", "scheduler": "volcano", "queue": "vision",
+                                               "image": CUDA_IMAGE, "render_to": str(out)})
+    assert not failed, result
+    (job,) = [yaml.safe_load(p.read_text()) for p in out.iterdir()]
+    assert job["apiVersion"] == "batch.volcano.sh/v1alpha1"
+    assert job["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/ssa"] == "IfNotPresent"
+
+
 def test_render_of_allocatable_writes_nothing(tmp_path):
     out = tmp_path / "smoke"
     failed, result = run_module("smoke_test", {"check": "allocatable", "expected_per_gpu": {"nvidia.com/gpu": 4},
