@@ -389,9 +389,11 @@ class OperatorProcesses(Controller):
         try:
             self._launch(spec, pod)
         except Exception as exc:  # noqa: BLE001 - the pod says why, and it is tried again
-            set_pod_ready(self.store, pod, ("CrashLoopBackOff", "%s could not start: %s" % (spec.name, exc)))
             key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+            if key in self.running:  # it started; writing its state was refused: the probe goes on
+                return
             self.clock.call_later(RESTART_DELAY, lambda: self._retry(spec, key, pod["metadata"]["uid"]))
+            set_pod_ready(self.store, pod, ("CrashLoopBackOff", "%s could not start: %s" % (spec.name, exc)))
 
     def _retry(self, spec, key, uid):
         pod = self.store.get("v1", "Pod", key[1], key[0])
@@ -440,8 +442,10 @@ class OperatorProcesses(Controller):
         if self.network is not None and running.ip:
             for name, port in spec.serves.items():
                 self.network.add(running.ip, port, ports[name])
-        set_pod_ready(self.store, pod, ("Running", "%s: starting (pid %d)" % (spec.name, proc.pid)))
+        # probed from now on, even if the write below is refused (an admission webhook that is down, as Kueue's
+        # pod webhook is while its own process restarts: the probe writes the pod's state again)
         self.clock.call_later(READY_POLL, lambda: self._probe(running))
+        set_pod_ready(self.store, pod, ("Running", "%s: starting (pid %d)" % (spec.name, proc.pid)))
 
     def _stop(self, running):
         self.running.pop(running.key, None)
@@ -464,6 +468,14 @@ class OperatorProcesses(Controller):
         return pod if pod is not None and pod["metadata"]["uid"] == running.uid else None
 
     def _probe(self, running):
+        try:
+            self._probe_once(running)
+        except Exception:  # noqa: BLE001 - a write refused (a webhook down): looked at again, as a kubelet does
+            if self.running.get(running.key) is running:
+                self.clock.call_later(READY_POLL, lambda: self._probe(running))
+            raise
+
+    def _probe_once(self, running):
         if self.running.get(running.key) is not running:
             return
         pod = self._pod(running)
@@ -475,9 +487,9 @@ class OperatorProcesses(Controller):
             if code is None:
                 self.clock.call_later(READY_POLL, lambda: self._probe(running))
                 return
-            self.running.pop(running.key, None)
             lines = running.log.read_text(errors="replace").strip().splitlines()[-3:]
-            set_pod_finished(self.store, pod, code, " | ".join(lines))
+            set_pod_finished(self.store, pod, code, " | ".join(lines))  # refused: probed again, still running
+            self.running.pop(running.key, None)
             return
         if code is not None:
             if self.network is not None and running.ip:
