@@ -250,6 +250,7 @@ def _stage(name, expressions):
 # Our own stages (written here, in KWOK's Stage API), in place of KWOK's pod-complete: a pod of a Job, or a bare pod
 # that runs to completion (restartPolicy Never, no owner, as a smoke test's nvidia-smi pod), finishes as Succeeded once
 # Running; a smoke test's pod only once the node agents have written its logs (what it printed is then decided).
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # the Job controller's label on each pod of a Job
 OWNED_BY_JOB = {"key": ".metadata.ownerReferences.[].kind", "operator": "In", "values": ["Job"]}
 BARE = [{"key": ".spec.restartPolicy", "operator": "In", "values": ["Never"]},
         {"key": ".metadata.ownerReferences", "operator": "DoesNotExist"}]
@@ -273,7 +274,7 @@ def write_kwok_config(state_dir, upstream_stages, held_jobs=()):
     ours = state_dir / "kwok.yaml"
     stages = STAGES
     if held_jobs:  # the pods of these Jobs run a real process (tests/fakes/operator_processes.py), which ends them
-        held = {"key": '.metadata.labels["batch.kubernetes.io/job-name"]', "operator": "NotIn",
+        held = {"key": '.metadata.labels["%s"]' % JOB_NAME_LABEL, "operator": "NotIn",
                 "values": list(held_jobs)}
         stages = [dict(stage, spec=dict(stage["spec"], selector={"matchExpressions": stage["spec"]["selector"][
             "matchExpressions"] + [held]})) if OWNED_BY_JOB in stage["spec"]["selector"]["matchExpressions"] else stage

@@ -93,6 +93,12 @@ def _replicas(obj):
 KWOK_CUSTOM = "kwok.x-k8s.io/status"  # KWOK leaves the status of a pod annotated "custom" to us (its flag)
 
 
+def _take_status(store, pod):
+    """Annotate a pod KWOK plays so that KWOK leaves its status to us."""
+    meta = pod["metadata"]
+    store.patch("v1", "Pod", meta["name"], {"metadata": {"annotations": {KWOK_CUSTOM: "custom"}}}, meta["namespace"])
+
+
 def set_pod_ready(store, pod, reason):
     """A pod played by KWOK made Ready (``reason`` None) or not (``reason``: (waiting reason or "Running", message)),
     written only when it differs; the pod is first annotated so that KWOK leaves its status to us."""
@@ -105,8 +111,7 @@ def set_pod_ready(store, pod, reason):
         return
     meta = pod["metadata"]
     if not annotated:
-        store.patch("v1", "Pod", meta["name"], {"metadata": {"annotations": {KWOK_CUSTOM: "custom"}}},
-                    meta["namespace"])
+        _take_status(store, pod)
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     value = "True" if ready else "False"
     readiness = ("Ready", "ContainersReady")
@@ -129,8 +134,7 @@ def set_pod_finished(store, pod, exit_code, message=""):
     it. The pod is first annotated so that KWOK leaves its status to us (it is, once its process started)."""
     meta, status = pod["metadata"], pod.get("status") or {}
     if (meta.get("annotations") or {}).get(KWOK_CUSTOM) != "custom":
-        store.patch("v1", "Pod", meta["name"], {"metadata": {"annotations": {KWOK_CUSTOM: "custom"}}},
-                    meta["namespace"])
+        _take_status(store, pod)
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     terminated = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
                   "startedAt": status.get("startTime") or now, "finishedAt": now}

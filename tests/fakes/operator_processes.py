@@ -43,6 +43,7 @@ from pathlib import Path
 
 import yaml
 
+from scripts.local_cluster.fleet import JOB_NAME_LABEL
 from scripts.local_cluster.processes import pick_ports
 
 from .controller_base import Controller, finish_deletion, set_pod_finished, set_pod_ready
@@ -119,7 +120,7 @@ PROCESSES = (
     # webhook configurations. cmd/*/app/options: --listen-address, --port, --healthz-address (":11251" each).
     # The image is alpine's: its /bin/sh (busybox ash) takes the script's [[ ]] and function, which Debian's dash
     # does not; bash does.
-    OperatorProcess("volcano", {"batch.kubernetes.io/job-name": "volcano-admission-init"}, "main", "",
+    OperatorProcess("volcano", {JOB_NAME_LABEL: "volcano-admission-init"}, "main", "",
                     job=True, command=True, image_shell="/bin/bash", flags=(), serves={}),
     OperatorProcess("volcano", {"app": "volcano-admission"}, "admission", "vc-webhook-manager", image_root=True,
                     workdir="/", volumes=True,
@@ -139,7 +140,7 @@ PROCESSES = (
 
 def held_jobs(operators):
     """The Jobs whose pods a real process runs to completion for ``operators`` (KWOK must not complete them)."""
-    return sorted(spec.pod_labels["batch.kubernetes.io/job-name"] for spec in PROCESSES
+    return sorted(spec.pod_labels[JOB_NAME_LABEL] for spec in PROCESSES
                   if spec.job and spec.name in operators)
 
 
@@ -354,6 +355,10 @@ class _Running:  # pylint: disable=too-many-instance-attributes  # a record of o
         self.ip = (pod.get("status") or {}).get("podIP")
         self.key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
 
+    def last_lines(self, count=3):
+        """The log's last lines, for the pod's message."""
+        return " | ".join(self.log.read_text(errors="replace").strip().splitlines()[-count:])
+
 
 class OperatorProcesses(Controller):
     """Runs each built operator's process while its pod runs (see the module docstring)."""
@@ -447,10 +452,14 @@ class OperatorProcesses(Controller):
         self.clock.call_later(READY_POLL, lambda: self._probe(running))
         set_pod_ready(self.store, pod, ("Running", "%s: starting (pid %d)" % (spec.name, proc.pid)))
 
-    def _stop(self, running):
-        self.running.pop(running.key, None)
+    def _unroute(self, running):
+        """The pod's ports no longer lead to the process (it stopped)."""
         if self.network is not None and running.ip:
             self.network.remove(running.ip, running.spec.serves.values())
+
+    def _stop(self, running):
+        self.running.pop(running.key, None)
+        self._unroute(running)
         if running.proc.poll() is None:
             running.proc.terminate()
             try:
@@ -487,16 +496,13 @@ class OperatorProcesses(Controller):
             if code is None:
                 self.clock.call_later(READY_POLL, lambda: self._probe(running))
                 return
-            lines = running.log.read_text(errors="replace").strip().splitlines()[-3:]
-            set_pod_finished(self.store, pod, code, " | ".join(lines))  # refused: probed again, still running
+            set_pod_finished(self.store, pod, code, running.last_lines())  # refused: probed again, still running
             self.running.pop(running.key, None)
             return
         if code is not None:
-            if self.network is not None and running.ip:
-                self.network.remove(running.ip, running.spec.serves.values())
-            lines = running.log.read_text(errors="replace").strip().splitlines()[-3:]
+            self._unroute(running)
             set_pod_ready(self.store, pod, ("CrashLoopBackOff", "%s exited with %d: %s (log: %s)"
-                                            % (running.spec.name, code, " | ".join(lines), running.log)))
+                                            % (running.spec.name, code, running.last_lines(), running.log)))
             self.running.pop(running.key, None)
             self.clock.call_later(RESTART_DELAY, lambda: self._retry(running.spec, running.key, running.uid))
             return
