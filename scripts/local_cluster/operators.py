@@ -55,7 +55,7 @@ class Operator:  # pylint: disable=too-many-instance-attributes
     archive: str = ""  # the archive's name before "-<tag>.tar.xz" in ../shared/upstream/src
     module: str = ""  # or: the Go module that is the source, at the pinned version
     version_flags: tuple = ()  # -X assignments, %-formatted with tag and commit
-    image: tuple = ()  # (path in the source, path in the container image) for image/
+    image: tuple = ()  # (path in the source, path in the container image[, mode]) for image/
     chart_version: str = "%(bare)s"  # helm package --version (bare: the tag without its "v")
     app_version: str = "%(tag)s"  # helm package --app-version
     values_edits: tuple = ()  # (file in the chart, pattern, replacement): what the project's release script changes
@@ -151,9 +151,14 @@ OPERATORS = (
              version_flags=("github.com/NVIDIA/KAI-scheduler/pkg/scheduler/version.gitVersion=%(tag)s",
                             "github.com/NVIDIA/KAI-scheduler/pkg/scheduler/version.gitCommit=%(commit)s",
                             "github.com/NVIDIA/KAI-scheduler/pkg/scheduler/version.gitTreeState=clean"),
+             # deployments/crd-upgrader/Dockerfile: the chart's crd-upgrader hook Job runs /apply-crds.sh (kubectl
+             # server-side apply of /internal-crds, the chart's CRDs)
+             image=(("deployments/crd-upgrader/apply-crds.sh", "apply-crds.sh", 0o755),  # RUN chmod +x
+                    ("deployments/kai-scheduler/crds", "internal-crds")),
              chart_version="%(tag)s",
              # .github/workflows/on-release.yaml: the images' registry
-             values_edits=(("values.yaml", r"registry/local/kai-scheduler", "ghcr.io/nvidia/kai-scheduler"),)),
+             values_edits=(("values.yaml", r"registry/local/kai-scheduler", "ghcr.io/nvidia/kai-scheduler"),),
+             build_format="3"),
     Operator("dra-driver", "NVIDIA DRA driver", "roles/dra_driver/defaults/main.yml", "dra_driver_chart_version",
              (("compute-domain-controller", "./cmd/compute-domain-controller"),),
              ("deployments/helm/nvidia-dra-driver-gpu",), archive="k8s-dra-driver-gpu",
@@ -297,8 +302,10 @@ def _build(operator, go, staging, log, scratch):
         run_build([go, "build", "-trimpath", "-ldflags", ldflags, "-o", str(staging / binary), package], source, log,
                   "%s (%s %s of the %s %s)" % (binary, package, "module" if operator.module else "in the archive",
                                                operator.title, version))
-    for inside, path in operator.image:
+    for inside, path, *mode in operator.image:  # (path in the source, path in the image[, mode its Dockerfile sets])
         _copy(source / inside, staging / "image" / path)
+        if mode:
+            (staging / "image" / path).chmod(mode[0])
     for folder in operator.charts:
         chart = scratch / "charts" / Path(folder).name
         _copy(source / folder, chart)

@@ -31,10 +31,12 @@ controllers.
 from __future__ import annotations
 
 import base64
+import http.client
 import os
 import shlex
 import ssl
 import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -47,6 +49,7 @@ from scripts.local_cluster.fleet import JOB_NAME_LABEL
 from scripts.local_cluster.processes import pick_ports
 
 from .controller_base import Controller, finish_deletion, set_pod_finished, set_pod_ready
+from .pod_network import connect
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools" / "bin"  # kubectl and helm (make tools)
 READY_POLL = 1.0  # seconds between readiness probes of a starting process
@@ -81,6 +84,13 @@ class OperatorProcess:
     command: bool = False  # the container's command, run from the image's folder (its working directory /)
     # the machine's shell that stands in for the image's /bin/sh (bound over it in the process's mount namespace)
     image_shell: str = ""
+    image_command: tuple = ()  # the image's own command (its CMD), for a container that names none (``command``)
+    # image_root: the machine's userland (``BASE_DIRS``, read-only) stands in for the image's base (a shell,
+    # coreutils), and kubectl and helm (``TOOLS``) are on its PATH
+    base: bool = False
+    # a network namespace of its own, as a pod has (``netns_bridge.py``): it binds the container's ports as they are
+    # (no flags, ``serves`` unused), and the pod network and the readiness probe reach them through Unix sockets
+    netns: bool = False
 
 
 def kueue_configuration(config, ports):
@@ -135,6 +145,33 @@ PROCESSES = (
                     image_root=True, workdir="/", volumes=True,
                     flags=(("--listen-address=127.0.0.1:%d", "metrics"), ("--healthz-address=127.0.0.1:%d", "probe")),
                     serves={"metrics": 8081, "probe": 11251}),
+    # kai-scheduler v0.13.0 (deployments/kai-scheduler, release "kai-scheduler"). The chart's pre-install hook Job
+    # crd-upgrader runs its image's CMD /apply-crds.sh (deployments/crd-upgrader: a UBI base with bash and kubectl,
+    # the chart's CRDs in /internal-crds, applied server-side).
+    OperatorProcess("kai-scheduler", {JOB_NAME_LABEL: "crd-upgrader"}, "upgrader", "", image_root=True, job=True,
+                    command=True, image_command=("/apply-crds.sh",), base=True, flags=(), serves={}),
+    # The chart's operator (cmd/operator; a distroless image with the binary alone) deploys the Config's components.
+    # Each runs in a network namespace of its own: the queue and pod-group controllers both serve their webhooks on
+    # controller-runtime's :9443, with no flag to move it.
+    OperatorProcess("kai-scheduler", {"app": "kai-operator"}, "operator", "operator", image_root=True, netns=True,
+                    flags=(), serves={}),
+    # What the operator deploys from the Config (pkg/operator/operands/*/resources.go: Deployment, ServiceAccount
+    # and container named after the component, label app: <name>); the webhooks' certificates are the Secrets the
+    # operator writes and mounts at controller-runtime's /tmp/k8s-webhook-server/serving-certs. Two serve their
+    # webhook on 9443 without declaring the port: their Services' targetPort.
+    OperatorProcess("kai-scheduler", {"app": "admission"}, "admission", "admission", image_root=True, netns=True,
+                    volumes=True, flags=(), serves={"webhook": 9443, "probe": 8081, "metrics": 8080}),
+    OperatorProcess("kai-scheduler", {"app": "binder"}, "binder", "binder", image_root=True, netns=True, flags=(),
+                    serves={"probe": 8081, "metrics": 8080}),
+    OperatorProcess("kai-scheduler", {"app": "kai-scheduler-default"}, "kai-scheduler-default", "scheduler",
+                    image_root=True, netns=True, volumes=True, flags=(), serves={"metrics": 8080}),
+    OperatorProcess("kai-scheduler", {"app": "pod-grouper"}, "pod-grouper", "podgrouper", image_root=True, netns=True,
+                    flags=(), serves={"probe": 8081, "metrics": 8080}),
+    OperatorProcess("kai-scheduler", {"app": "podgroup-controller"}, "podgroup-controller", "podgroupcontroller",
+                    image_root=True, netns=True, volumes=True, flags=(),
+                    serves={"webhook": 9443, "probe": 8081, "metrics": 8080}),
+    OperatorProcess("kai-scheduler", {"app": "queue-controller"}, "queue-controller", "queuecontroller",
+                    image_root=True, netns=True, volumes=True, flags=(), serves={"webhook": 9443, "metrics": 8080}),
 )
 
 
@@ -191,7 +228,10 @@ def command_line(spec, build, container, ports, account_dir, volumes=()):
     args = list(container.get("args") or [])
     args += [flag % ports[name] if name else flag for flag, name in spec.flags]
     if spec.image_root:
-        return _in_image_root(spec, build, args, account_dir, volumes)
+        argv = ["/" + spec.binary] + args
+        if spec.command:  # the container's command (or the image's own), not the binary
+            argv = list(container.get("command") or spec.image_command) + args
+        return _in_image_root(spec, build, argv, account_dir, volumes)
     mounts = dict({os.path.realpath(SA_DIR): str(account_dir)},
                   **{target: str(build / source) for target, source in spec.mounts.items()})
     script = []
@@ -214,9 +254,10 @@ def command_line(spec, build, container, ports, account_dir, volumes=()):
 
 
 HOST_DIRS = ("/dev", "/proc", "/sys")  # what a container's runtime gives it of the machine's
+BASE_DIRS = ("/usr", "/etc", "/bin", "/lib", "/lib64", "/sbin")  # a base image's userland (``base``)
 
 
-def _in_image_root(spec, build, args, account_dir, volumes=()):
+def _in_image_root(spec, build, argv, account_dir, volumes=()):
     """``command_line`` for ``image_root``: a tmpfs root beside the ServiceAccount folder holding the image's
     top-level entries (bound from the build's image/), the binary at ``/<binary>``, the machine's ``HOST_DIRS`` and
     the ServiceAccount files; ``unshare --root --wd`` runs the binary in it from the container's working directory."""
@@ -224,21 +265,41 @@ def _in_image_root(spec, build, args, account_dir, volumes=()):
     image = build / "image"
     entries = sorted(image.iterdir()) if image.is_dir() else []  # a distroless image: the binary alone
     binds = [(str(image / entry.name), "/" + entry.name, entry.is_dir()) for entry in entries]
-    binds += [(str(build / spec.binary), "/" + spec.binary, False), (str(account_dir), SA_DIR, True)]
+    binds += [(str(build / spec.binary), "/" + spec.binary, False)] if spec.binary else []
+    binds += [(str(account_dir), SA_DIR, True)]
     binds += [(str(source), target, folder) for source, target, folder in volumes]
     q = shlex.quote
     script = ["mkdir -p %s" % q(str(root)), "mount -t tmpfs gpu-platform-pod %s" % q(str(root)),
               "mkdir -p %s" % q(str(root) + "/tmp")]
     for host in HOST_DIRS:
         script.append("mkdir -p %s && mount --rbind %s %s" % (q(str(root) + host), host, q(str(root) + host)))
+    if spec.base:
+        script += _base_binds(str(root))
     for source, target, folder in binds:
         inside = q(str(root) + target)
         make = "mkdir -p %s" % inside if folder else "mkdir -p %s && touch %s" % (q(os.path.dirname(
             str(root) + target)), inside)
         script.append("%s && mount --bind %s %s" % (make, q(source), inside))
-    argv = " ".join(q(a) for a in ["/" + spec.binary] + args)
-    script.append("exec unshare --root=%s --wd=%s %s" % (q(str(root)), q(spec.workdir or "/"), argv))
+    script.append("exec unshare --root=%s --wd=%s %s" % (q(str(root)), q(spec.workdir or "/"),
+                                                         " ".join(q(a) for a in argv)))
     return ["unshare", "--mount", "--propagation", "private", "sh", "-ec", " && ".join(script)]
+
+
+def _base_binds(root):
+    """The mount commands that give an image root the machine's userland read-only (``BASE_DIRS``: a folder bound, a
+    link such as /bin -> usr/bin made again) and ``TOOLS`` at its own path."""
+    q = shlex.quote
+    script = []
+    for host in BASE_DIRS:
+        inside = q(root + host)
+        if os.path.islink(host):
+            script.append("ln -s %s %s" % (q(os.readlink(host)), inside))
+        elif os.path.isdir(host):
+            script.append("mkdir -p %s && mount --rbind %s %s && mount -o remount,bind,ro %s"
+                          % (inside, host, inside, inside))
+    inside = q(root + str(TOOLS))
+    script.append("mkdir -p %s && mount --bind %s %s" % (inside, q(str(TOOLS)), inside))
+    return script
 
 
 def write_account(directory, namespace, token, ca_data):
@@ -267,6 +328,53 @@ def readiness_url(container, serves, ports):
             port, ", ".join("%s %s" % item for item in sorted(serves.items())) or "none")
     scheme = (probe.get("scheme") or "HTTP").lower()
     return "%s://127.0.0.1:%d%s" % (scheme, ports[name], probe.get("path") or "/"), None
+
+
+def served_ports(spec, container):
+    """{name: container port} the process serves: ``spec.serves``, and in a network namespace of its own the
+    container's declared ports too (each port once)."""
+    served = dict(spec.serves)
+    if spec.netns:
+        for item in container.get("ports") or []:
+            port = item.get("containerPort")
+            if port and int(port) not in served.values():
+                served[item.get("name") or str(port)] = int(port)
+    return served
+
+
+BRIDGE = Path(__file__).resolve().parent / "netns_bridge.py"
+
+
+def in_own_network(argv, proxy, api, sockets):
+    """``argv`` (``command_line``'s) in a network namespace of its own: its loopback up, then ``netns_bridge.py``
+    joining it to the API server ``api`` (``host:port``, through the pod network's ``proxy``) and serving each of its
+    ports on a Unix socket (``sockets``: {port: path}) before the process starts."""
+    assert argv[:2] == ["unshare", "--mount"] and argv[-3:-1] == ["sh", "-ec"]
+    bridge = ["ip link set lo up", " ".join(shlex.quote(a) for a in [
+        sys.executable, "-P", str(BRIDGE), "--proxy", proxy, "--api", api]
+        + ["--serve=%d=%s" % item for item in sorted(sockets.items())])]
+    return argv[:2] + ["--net"] + argv[2:-1] + [" && ".join(bridge + [argv[-1]])]
+
+
+def http_status(url, socket_path=None):
+    """The status of a GET of ``url`` as the kubelet's probe makes it (HTTPS unverified), through the Unix socket
+    ``socket_path`` when the process has a network of its own; OSError when nothing answers."""
+    parts = urllib.parse.urlsplit(url)
+    if socket_path is None:
+        with urllib.request.urlopen(url, timeout=2, context=UNVERIFIED) as response:
+            return response.status
+    sock = connect(socket_path, timeout=2)
+    try:
+        if parts.scheme == "https":
+            sock = UNVERIFIED.wrap_socket(sock, server_hostname=parts.hostname)
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=2)
+        conn.sock = sock
+        conn.request("GET", parts.path or "/")
+        return conn.getresponse().status
+    except (http.client.HTTPException, ssl.SSLError) as exc:
+        raise OSError(str(exc)) from None
+    finally:
+        sock.close()
 
 
 class VolumeNotReady(Exception):
@@ -346,10 +454,12 @@ def configure_process(spec, container, mounts, ports):
 
 
 class _Running:  # pylint: disable=too-many-instance-attributes  # a record of one process
-    def __init__(self, spec, pod, proc, ports, log, synced=()):
+    def __init__(self, spec, pod, proc, ports, log, synced=(), sockets=None):
         self.spec, self.proc, self.ports, self.log = spec, proc, ports, log
         container = next(c for c in pod["spec"]["containers"] if c["name"] == spec.container)
-        self.ready_url, self.unready = readiness_url(container, spec.serves, ports)
+        self.served = served_ports(spec, container)  # {name: container port}
+        self.ready_url, self.unready = readiness_url(container, self.served, ports)
+        self.sockets = dict(sockets or {})  # netns: {container port: Unix socket}
         self.synced = list(synced)
         self.uid = pod["metadata"]["uid"]
         self.ip = (pod.get("status") or {}).get("podIP")
@@ -417,7 +527,8 @@ class OperatorProcesses(Controller):
         token = self.store.token(meta["namespace"], account, TOKEN_SECONDS)
         home = self.workdir / ("%s-%s" % (meta["namespace"], meta["name"]))
         write_account(home / "serviceaccount", meta["namespace"], token, self.ca_data)
-        ports = pick_ports(tuple(spec.serves))  # distinct free loopback ports
+        served = served_ports(spec, container)
+        ports = dict(served) if spec.netns else pick_ports(tuple(served))  # its own, or free loopback ports
         mounts, synced = [], []
         if spec.volumes:
             try:
@@ -430,6 +541,14 @@ class OperatorProcesses(Controller):
                 return
         argv = command_line(spec, self.builds[spec.name], container, ports, home / "serviceaccount", mounts)
         address = urllib.parse.urlsplit(self.api_server)
+        sockets = {}
+        if spec.netns:
+            if self.network is None or not self.network.path:
+                raise RuntimeError("a process in a network namespace of its own needs the pod network (--pod-network)")
+            net = self.workdir / "net"
+            net.mkdir(parents=True, exist_ok=True)
+            sockets = {port: str(net / ("%s-%d.sock" % (meta["uid"][:8], port))) for port in served.values()}
+            argv = in_own_network(argv, self.network.path, address.netloc, sockets)
         path = os.environ.get("PATH", "/usr/bin:/bin")
         if spec.command:  # what its image has on its PATH beside the machine's tools (kubectl)
             path = "%s:%s" % (TOOLS, path)
@@ -442,11 +561,11 @@ class OperatorProcesses(Controller):
             out.flush()
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                     cwd=str(home))
-        running = _Running(spec, pod, proc, ports, log, synced)
+        running = _Running(spec, pod, proc, ports, log, synced, sockets)
         self.running[running.key] = running
         if self.network is not None and running.ip:
-            for name, port in spec.serves.items():
-                self.network.add(running.ip, port, ports[name])
+            for name, port in served.items():
+                self.network.add(running.ip, port, sockets.get(port) or ports[name])
         # probed from now on, even if the write below is refused (an admission webhook that is down, as Kueue's
         # pod webhook is while its own process restarts: the probe writes the pod's state again)
         self.clock.call_later(READY_POLL, lambda: self._probe(running))
@@ -455,7 +574,7 @@ class OperatorProcesses(Controller):
     def _unroute(self, running):
         """The pod's ports no longer lead to the process (it stopped)."""
         if self.network is not None and running.ip:
-            self.network.remove(running.ip, running.spec.serves.values())
+            self.network.remove(running.ip, running.served.values())
 
     def _stop(self, running):
         self.running.pop(running.key, None)
@@ -513,9 +632,9 @@ class OperatorProcesses(Controller):
                 pass  # the files stay as they were
         ready = running.ready_url is None and running.unready is None  # no readiness probe: Ready once running
         if running.ready_url:
+            port = urllib.parse.urlsplit(running.ready_url).port
             try:  # as the kubelet probes: any 2xx or 3xx, an HTTPS certificate unchecked
-                with urllib.request.urlopen(running.ready_url, timeout=2, context=UNVERIFIED) as response:
-                    ready = 200 <= response.status < 400
+                ready = 200 <= http_status(running.ready_url, running.sockets.get(port)) < 400
             except OSError:
                 ready = False
         waiting = ("Running", "%s: %s" % (running.spec.name, running.unready or "%s not ready yet" % running.ready_url))

@@ -36,9 +36,11 @@ class PodNetwork:
         self._server = None
         self.path = None
 
-    def add(self, pod_ip, port, local_port):
+    def add(self, pod_ip, port, target):
+        """``<pod IP>:<port>`` leads to ``target``: a loopback port (int), or the path of a Unix socket (a process in
+        a network namespace of its own, reached through ``netns_bridge.py``)."""
         with self._lock:
-            self._routes[(pod_ip, int(port))] = int(local_port)
+            self._routes[(pod_ip, int(port))] = target if isinstance(target, str) else int(target)
 
     def remove(self, pod_ip, ports):
         with self._lock:
@@ -46,10 +48,12 @@ class PodNetwork:
                 self._routes.pop((pod_ip, int(port)), None)
 
     def route(self, host, port):
-        """Where a connection to ``host:port`` goes: ``("127.0.0.1", port)``, or None when it is a pod address that
-        nothing serves (refused), or the address itself (the machine's own network)."""
+        """Where a connection to ``host:port`` goes: ``("127.0.0.1", port)`` or a Unix socket's path, or None when it
+        is a pod address that nothing serves (refused), or the address itself (the machine's own network)."""
         with self._lock:
             local = self._routes.get((host, int(port)))
+        if isinstance(local, str):
+            return local
         if local is not None:
             return ("127.0.0.1", local)
         try:
@@ -121,11 +125,25 @@ class PodNetwork:
             return ("HTTP/1.1 503 Service Unavailable\r\n\r\nno process serves the pod address %s:%s\n"
                     % (host, port)).encode(), None
         try:
-            upstream = socket.create_connection(target, timeout=CONNECT_TIMEOUT)
+            upstream = connect(target)
         except OSError as exc:
             return ("HTTP/1.1 503 Service Unavailable\r\n\r\n%s:%s: %s\n" % (host, port, exc)).encode(), None
         upstream.settimeout(None)
         return b"HTTP/1.1 200 Connection established\r\n\r\n", upstream
+
+
+def connect(target, timeout=CONNECT_TIMEOUT):
+    """A connected socket to ``target``: ``(host, port)``, or a Unix socket's path."""
+    if isinstance(target, str):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            sock.connect(target)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+    return socket.create_connection(target, timeout=timeout)
 
 
 def pump(one, other):

@@ -1,6 +1,7 @@
 """operator_processes: which pod is whose process, and the file system each process gets."""
 
 import base64
+import os
 from pathlib import Path
 
 import pytest
@@ -8,7 +9,7 @@ import yaml
 
 from scripts.local_cluster.fleet import write_kwok_config
 
-from .operator_processes import (SA_DIR, VolumeNotReady, command_line, configure_process, held_jobs, pod_volumes,
+from .operator_processes import (SA_DIR, TOOLS, VolumeNotReady, command_line, configure_process, held_jobs, pod_volumes,
                                  process_of, readiness_url)
 
 
@@ -141,6 +142,25 @@ def test_only_a_real_operators_jobs_are_held_from_kwok():
     script = argv[-1]
     assert "mount -t tmpfs gpu-platform-pod /tmp" in script and "mount --bind /bin/bash /bin/sh" in script
     assert script.endswith("cd /b/image && exec ./gen-admission-secret.sh --secret s")
+
+
+def test_kais_crd_upgrader_runs_its_images_command_on_the_machines_userland_read_only(tmp_path):
+    assert held_jobs(["kai-scheduler"]) == ["crd-upgrader"]
+    spec = process_of({"metadata": {"labels": {"batch.kubernetes.io/job-name": "crd-upgrader", "app": "crd-upgrader"}}})
+    build = tmp_path / "build"
+    (build / "image" / "internal-crds").mkdir(parents=True)
+    (build / "image" / "apply-crds.sh").write_text("#!/bin/bash\n")
+    account = tmp_path / "pod" / "serviceaccount"
+    script = command_line(spec, build, {"name": "upgrader"}, {}, account)[-1]  # the chart's container: no command
+    root = str(account.parent / "root")
+    assert "mount --bind %s %s/internal-crds" % (build / "image" / "internal-crds", root) in script
+    assert "mount --rbind /usr %s/usr && mount -o remount,bind,ro %s/usr" % (root, root) in script
+    if os.path.islink("/bin"):  # a merged /usr: the link made again, not a second bind
+        assert "ln -s %s %s/bin" % (os.readlink("/bin"), root) in script
+    assert "mount --bind %s %s%s" % (TOOLS, root, TOOLS) in script  # kubectl, on the PATH the process gets
+    assert "mount --bind %s %s/ " % (build, root) not in script  # no binary: the job runs the image's script
+    assert script.endswith("exec unshare --root=%s --wd=/ /apply-crds.sh" % root)
+    assert process_of(pod({"app": "kai-operator"})).binary == "operator"
 
 
 def test_kwok_completes_every_jobs_pod_but_those_a_real_process_ends(tmp_path):
