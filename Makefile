@@ -109,8 +109,9 @@ pytest-cluster: setup system-deps
 # Debian packages the tests need, as command:package. podman, runc and debootstrap run molecule/hosts
 # (host roles in Debian bookworm containers, systemd as PID 1, an image built here from deb.debian.org by
 # scripts/build_host_image.sh; no registry needed); promtool (from prometheus) checks and unit-tests the
-# monitoring layer's alert rules. Package scripts may not start services here (policy-rc.d says no).
-SYSTEM_TOOLS := podman:podman runc:runc debootstrap:debootstrap promtool:prometheus
+# monitoring layer's alert rules; ip (iproute2) brings up the loopback of the network namespace a KAI Scheduler
+# process runs in on the local cluster. Package scripts may not start services here (policy-rc.d says no).
+SYSTEM_TOOLS := podman:podman runc:runc debootstrap:debootstrap promtool:prometheus ip:iproute2
 HOST_CONTAINERS_CONF := $(ROOT)/molecule/hosts/containers.conf
 # the platforms of molecule/hosts/molecule.yml, each with its own apt archive cache
 HOST_PLATFORMS := gpu-host predriver-host
@@ -193,7 +194,7 @@ flux-build: venv
 # packaged, one cache entry per operator keyed by its source's sha256 (scripts/local_cluster/operators.py).
 # OPERATORS names those to build (default: the ones the local cluster runs, scripts/local_cluster DEFAULT_OPERATORS);
 # OPERATORS=all builds every one.
-OPERATORS ?= gpu-operator network-operator kueue volcano dra-driver
+OPERATORS ?= gpu-operator network-operator kueue volcano kai-scheduler dra-driver
 .PHONY: operators-build
 operators-build: venv tools
 	cd $(ROOT) && $(LOCAL_CLUSTER) build --operators $(filter-out all,$(OPERATORS))

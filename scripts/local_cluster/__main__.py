@@ -198,8 +198,8 @@ def _running(state, data):
 
 
 # The operators whose own process runs on the local cluster unless CLUSTER_OPERATORS says otherwise; for the others,
-# their fixture chart is served and nothing reconciles their resources (the KAI Scheduler's, still).
-DEFAULT_OPERATORS = ("gpu-operator", "network-operator", "kueue", "volcano", "dra-driver")
+# their fixture chart is served and nothing reconciles their resources.
+DEFAULT_OPERATORS = ("gpu-operator", "network-operator", "kueue", "volcano", "kai-scheduler", "dra-driver")
 
 
 def _real_operators():

@@ -164,7 +164,10 @@ OPERATORS = (
              ("deployments/helm/nvidia-dra-driver-gpu",), archive="k8s-dra-driver-gpu",
              version_flags=("github.com/NVIDIA/k8s-dra-driver-gpu/internal/info.version=%(tag)s",
                             "github.com/NVIDIA/k8s-dra-driver-gpu/internal/info.gitCommit=%(commit)s"),
-             app_version="%(bare)s"),
+             # deployments/container/Dockerfile: COPY /templates /templates (the compute-domain controller renders
+             # its daemons' DaemonSet and claim templates from them)
+             image=(("templates", "templates"),),
+             app_version="%(bare)s", build_format="2"),
 )
 
 

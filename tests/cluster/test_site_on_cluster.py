@@ -408,3 +408,140 @@ def test_uninstall_leaves_no_object_of_ours(site):
     again = site.run("playbooks/uninstall.yml", "-e", "gpu_platform_uninstall_confirm=true",
                      "-e", "gpu_platform_uninstall_crds=true")
     assert again.failed == 0 and again.changed == 0, again.changed_tasks()
+
+
+KAI_COMPONENTS = ("kai-operator", "admission", "binder", "kai-scheduler-default", "pod-grouper", "podgroup-controller",
+                  "queue-controller")
+CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"
+
+
+def _kai_gang(members, gpus=1):
+    """smoke_objects.gang_job("kai"): a PodGroup of minMember ``members`` and its pods, each asking ``gpus`` GPUs."""
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke_objects
+    objects = smoke_objects.gang_job("kai", "vision", CUDA_IMAGE, replicas=members, queue="vision")
+    for obj in objects[1:]:
+        obj["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = str(gpus)
+    return objects
+
+
+KAI_AND_DOMAINS = ("-e", "gpu_platform_scheduler=kai", "-e", "dra_driver_compute_domains_enabled=true")
+
+
+def test_site_with_the_kai_scheduler_and_compute_domains_converges_then_changes_nothing(site):
+    """After the uninstall: site.yml with the KAI Scheduler v0.13.0 as gang scheduler and the DRA driver's
+    ComputeDomains on, every component real (KAI's hook Jobs, its operator and the six components the operator
+    deploys; the compute-domain controller): the run passes its smoke tests (KAI's gang among them), the operator
+    says its Config is Ready, and a second run changes nothing. The compute-domain controller is scheduled on this
+    fleet, which has no control-plane node (the chart's default affinity requires one)."""
+    first = site.run("site.yml", *KAI_AND_DOMAINS)
+    assert first.failed == 0, first.failure_details() or first.debug_text()
+    again = site.run("site.yml", *KAI_AND_DOMAINS)
+    assert again.failed == 0 and again.changed == 0, again.changed_tasks() or again.failure_messages()
+    config = site.get("kai.scheduler/v1", "Config", "kai-config")
+    assert _condition(config, "Ready")["status"] == "True", config.get("status")  # the real operator's verdict
+    for name, namespace in [(n, "kai-scheduler") for n in KAI_COMPONENTS] + [
+            ("nvidia-dra-driver-gpu-controller", "nvidia-dra-driver-gpu")]:
+        deployment = site.get("apps/v1", "Deployment", name, namespace)
+        assert deployment and deployment["status"].get("availableReplicas") == 1, (name, deployment and deployment["status"])
+
+
+def test_kai_binds_a_gang_only_once_all_its_members_exist_and_holds_one_over_the_limit(site):
+    """The real KAI scheduler: a PodGroup of minMember 3 gets none of its pods bound while 2 exist, and all 3 once
+    the third comes; a gang over the team's GPU limit stays pending with KAI's own OverLimit verdict naming the
+    limit the collection wrote into the team's Queue."""
+    if site.get("apps/v1", "Deployment", "kai-scheduler-default", "kai-scheduler") is None:
+        pytest.skip("the KAI Scheduler is not installed on this cluster (the test before did not converge)")
+    pods = site.dyn.resources.get(api_version="v1", kind="Pod")
+    groups = site.dyn.resources.get(api_version="scheduling.run.ai/v2alpha2", kind="PodGroup")
+
+    def bound():
+        return [p["metadata"]["name"] for p in site.list("v1", "Pod", "vision") if p["spec"].get("nodeName")]
+
+    def remove(gang):
+        for pod in gang[1:]:
+            pods.delete(name=pod["metadata"]["name"], namespace="vision", body={"gracePeriodSeconds": 0})
+        groups.delete(name=gang[0]["metadata"]["name"], namespace="vision")
+        deadline = time.monotonic() + 60
+        while any(site.get("v1", "Pod", p["metadata"]["name"], "vision") for p in gang[1:]) \
+                and time.monotonic() < deadline:
+            time.sleep(1)
+    gang = _kai_gang(3)
+    try:
+        groups.create(body=gang[0], namespace="vision")
+        for pod in gang[1:3]:
+            pods.create(body=pod, namespace="vision")
+        time.sleep(10)  # 10 scheduling cycles (1 s) with 2 of the 3 members
+        assert bound() == []
+        pods.create(body=gang[3], namespace="vision")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(bound()) < 3:
+            time.sleep(1)
+        assert sorted(bound()) == sorted(p["metadata"]["name"] for p in gang[1:])
+    finally:
+        remove(gang)
+    limit = next(q for q in site.list("scheduling.run.ai/v2", "Queue") if q["metadata"]["name"] == "vision")[
+        "spec"]["resources"]["gpu"]["limit"]
+    wide = _kai_gang(3, gpus=int(limit) // 2)  # 3 pods of half the limit each: over it
+    try:
+        groups.create(body=wide[0], namespace="vision")
+        for pod in wide[1:]:
+            pods.create(body=pod, namespace="vision")
+        verdict = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not verdict:
+            group = site.get("scheduling.run.ai/v2alpha2", "PodGroup", wide[0]["metadata"]["name"], "vision")
+            verdict = [c["message"] for c in (group.get("status") or {}).get("schedulingConditions") or []]
+            time.sleep(1)
+        assert verdict and "OverLimit" in verdict[0] and "Limit is %d GPUs" % int(limit) in verdict[0], verdict
+        assert bound() == []
+    finally:
+        remove(wide)
+
+
+def test_a_compute_domain_gets_its_channel_template_and_daemon_set_from_the_real_controller(site):
+    """The DRA driver's real compute-domain controller v25.12.0: a ComputeDomain gets the ResourceClaimTemplate its
+    spec names, in its namespace, and its IMEX daemons' DaemonSet (selecting the nodes the domain's pods will be
+    placed on) in the driver's namespace, from its own templates; both go when the domain is deleted. The daemons
+    themselves need NVLink hardware (none here: the DaemonSet selects no node)."""
+    if site.get("apps/v1", "Deployment", "nvidia-dra-driver-gpu-controller", "nvidia-dra-driver-gpu") is None:
+        pytest.skip("ComputeDomains are not enabled on this cluster (the test before did not converge)")
+    domains = site.dyn.resources.get(api_version="resource.nvidia.com/v1beta1", kind="ComputeDomain")
+    domain = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+              "metadata": {"name": "nvl", "namespace": "vision"},
+              "spec": {"numNodes": 2, "channel": {"resourceClaimTemplate": {"name": "nvl-channel"}}}}
+    uid = domains.create(body=domain, namespace="vision").to_dict()["metadata"]["uid"]
+
+    def daemon_sets():
+        return [d for d in site.list("apps/v1", "DaemonSet", "nvidia-dra-driver-gpu")
+                if uid in d["metadata"]["name"]]
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+                site.get("resource.k8s.io/v1", "ResourceClaimTemplate", "nvl-channel", "vision") and daemon_sets()):
+            time.sleep(1)
+        assert site.get("resource.k8s.io/v1", "ResourceClaimTemplate", "nvl-channel", "vision")
+        assert [d["spec"]["template"]["spec"]["nodeSelector"] for d in daemon_sets()] == [
+            {"resource.nvidia.com/computeDomain": uid}]
+    finally:
+        domains.delete(name="nvl", namespace="vision")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (site.get("resource.nvidia.com/v1beta1", "ComputeDomain", "nvl", "vision")
+                                           or daemon_sets()):
+        time.sleep(1)
+    assert site.get("resource.nvidia.com/v1beta1", "ComputeDomain", "nvl", "vision") is None  # its finalizer let go
+    assert daemon_sets() == []
+
+
+def test_uninstall_leaves_nothing_of_kai_or_the_compute_domains(site):
+    removed = site.run("playbooks/uninstall.yml", *KAI_AND_DOMAINS, "-e", "gpu_platform_uninstall_confirm=true",
+                       "-e", "gpu_platform_uninstall_crds=true")
+    assert removed.failed == 0, removed.failure_messages() or removed.debug_text()
+    left = [ns["metadata"]["name"] for ns in site.list("v1", "Namespace")
+            if ns["metadata"]["name"] in ("kai-scheduler", "kai-resource-reservation", "nvidia-dra-driver-gpu")
+            and ns["status"]["phase"] != "Terminating"]
+    assert left == []
+    assert not [crd["metadata"]["name"] for crd in site.list("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+                if crd["spec"]["group"] in ("scheduling.run.ai", "kai.scheduler", "resource.nvidia.com")]
+    hooks = site.list("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration") + site.list(
+        "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration")
+    assert not [h["metadata"]["name"] for h in hooks if "kai" in h["metadata"]["name"]]

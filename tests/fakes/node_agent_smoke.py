@@ -45,6 +45,7 @@ class SmokeLogs(Controller):
     def __init__(self, logs_dir):
         self.logs_dir = Path(logs_dir) if logs_dir else None
         self.written = {}  # pod uid -> (namespace, name)
+        self.undecided = {}  # pod uid -> (namespace, name): running, its log not decidable yet
 
     def handle(self, event):
         pod = event.obj
@@ -52,17 +53,33 @@ class SmokeLogs(Controller):
             return
         uid = pod["metadata"]["uid"]
         if event.type == "DELETED":
+            self.undecided.pop(uid, None)
             self._forget(uid)
             return
+        self._consider(pod)
+        # a pod's log may wait on others (the NCCL launcher on its workers' placement), and a gang scheduler binds
+        # them all at once: the launcher's own events may all come before its workers are placed
+        for other, (namespace, name) in list(self.undecided.items()):
+            if other != uid:
+                waiting = self.store.get("v1", "Pod", name, namespace)
+                if waiting is None or waiting["metadata"]["uid"] != other:
+                    self.undecided.pop(other, None)
+                else:
+                    self._consider(waiting)
+
+    def _consider(self, pod):
+        uid = pod["metadata"]["uid"]
         phase = (pod.get("status") or {}).get("phase")
         if uid in self.written or phase not in ("Running", "Succeeded", "Failed") or not pod["spec"].get("nodeName"):
             return
         texts = {}
         for container in pod["spec"].get("containers") or []:
             text = self._log(pod, container["name"])
-            if text is None:
-                return  # not decidable yet (the NCCL workers not placed): looked at again on the next event
+            if text is None:  # not decidable yet (the NCCL workers not placed): looked at again on the next event
+                self.undecided[uid] = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+                return
             texts[container["name"]] = text
+        self.undecided.pop(uid, None)
         self._write(pod, texts)
 
     # ------------------------------------------------------------ what the cluster says

@@ -91,6 +91,7 @@ class OperatorProcess:
     # a network namespace of its own, as a pod has (``netns_bridge.py``): it binds the container's ports as they are
     # (no flags, ``serves`` unused), and the pod network and the readiness probe reach them through Unix sockets
     netns: bool = False
+    binary_at: str = ""  # where the image has the binary (image_root), when not at /<binary>: a command finds it
 
 
 def kueue_configuration(config, ports):
@@ -150,6 +151,13 @@ PROCESSES = (
     # the chart's CRDs in /internal-crds, applied server-side).
     OperatorProcess("kai-scheduler", {JOB_NAME_LABEL: "crd-upgrader"}, "upgrader", "", image_root=True, job=True,
                     command=True, image_command=("/apply-crds.sh",), base=True, flags=(), serves={}),
+    # Two more hook Jobs run that image with a command of their own: topology-migration (pre-install, pre-upgrade:
+    # bash runs the chart's scripts/migrate-topologies.sh from a ConfigMap volume, copying Kueue's Topologies when
+    # Kueue's CRD is there) and post-delete-cleanup (/bin/sh and kubectl delete what the operator deployed).
+    OperatorProcess("kai-scheduler", {JOB_NAME_LABEL: "topology-migration"}, "migration", "", image_root=True,
+                    job=True, command=True, base=True, volumes=True, flags=(), serves={}),
+    OperatorProcess("kai-scheduler", {JOB_NAME_LABEL: "post-delete-cleanup"}, "deleter", "", image_root=True,
+                    job=True, command=True, base=True, flags=(), serves={}),
     # The chart's operator (cmd/operator; a distroless image with the binary alone) deploys the Config's components.
     # Each runs in a network namespace of its own: the queue and pod-group controllers both serve their webhooks on
     # controller-runtime's :9443, with no flag to move it.
@@ -172,6 +180,13 @@ PROCESSES = (
                     serves={"webhook": 9443, "probe": 8081, "metrics": 8080}),
     OperatorProcess("kai-scheduler", {"app": "queue-controller"}, "queue-controller", "queuecontroller",
                     image_root=True, netns=True, volumes=True, flags=(), serves={"webhook": 9443, "metrics": 8080}),
+    # k8s-dra-driver-gpu v25.12.0: the compute-domain controller (templates/controller.yaml, rendered only with
+    # resources.computeDomains.enabled). Its command names the binary on the image's PATH (/usr/bin) with
+    # "-v $(LOG_VERBOSITY)"; it renders its daemons' DaemonSet and claim templates from the image's /templates. Its
+    # HTTP endpoint is off unless --http-endpoint is given, and the chart sets no probe: Ready once running.
+    OperatorProcess("dra-driver", {"nvidia-dra-driver-gpu-component": "controller"}, "compute-domain",
+                    "compute-domain-controller", image_root=True, command=True,
+                    binary_at="/usr/bin/compute-domain-controller", flags=(), serves={}),
 )
 
 
@@ -220,6 +235,31 @@ def container_env(pod, container):
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"  # where the kubelet mounts a pod's token
 
 
+def expanded(container, env):
+    """The container with ``$(VAR)`` in its command and args replaced from ``env``, as the kubelet runs it."""
+    return dict(container, **{key: [expand(str(a), env) for a in container[key]]
+                              for key in ("command", "args") if container.get(key)})
+
+
+def expand(text, env):
+    """A command or argument as the kubelet gives it: ``$(VAR)`` is the container's variable (left as it is when
+    none has that name), ``$$`` is ``$``."""
+    out, index = [], 0
+    while index < len(text):
+        if text.startswith("$$", index):
+            out.append("$")
+            index += 2
+        elif text.startswith("$(", index) and ")" in text[index:]:
+            end = text.index(")", index)
+            name = text[index + 2:end]
+            out.append(env[name] if name in env else text[index:end + 1])
+            index = end + 1
+        else:
+            out.append(text[index])
+            index += 1
+    return "".join(out)
+
+
 def command_line(spec, build, container, ports, account_dir, volumes=()):
     """The process's argv: the binary, the container's args, the loopback endpoints; in a mount namespace of its own
     with the pod's ServiceAccount files where the kubelet mounts them (client-go's in-cluster config reads them),
@@ -228,7 +268,7 @@ def command_line(spec, build, container, ports, account_dir, volumes=()):
     args = list(container.get("args") or [])
     args += [flag % ports[name] if name else flag for flag, name in spec.flags]
     if spec.image_root:
-        argv = ["/" + spec.binary] + args
+        argv = [spec.binary_at or "/" + spec.binary] + args
         if spec.command:  # the container's command (or the image's own), not the binary
             argv = list(container.get("command") or spec.image_command) + args
         return _in_image_root(spec, build, argv, account_dir, volumes)
@@ -265,7 +305,7 @@ def _in_image_root(spec, build, argv, account_dir, volumes=()):
     image = build / "image"
     entries = sorted(image.iterdir()) if image.is_dir() else []  # a distroless image: the binary alone
     binds = [(str(image / entry.name), "/" + entry.name, entry.is_dir()) for entry in entries]
-    binds += [(str(build / spec.binary), "/" + spec.binary, False)] if spec.binary else []
+    binds += [(str(build / spec.binary), spec.binary_at or "/" + spec.binary, False)] if spec.binary else []
     binds += [(str(account_dir), SA_DIR, True)]
     binds += [(str(source), target, folder) for source, target, folder in volumes]
     q = shlex.quote
@@ -539,6 +579,7 @@ class OperatorProcesses(Controller):
                 self.clock.call_later(RESTART_DELAY, lambda: self._retry(spec, (meta["namespace"], meta["name"]),
                                                                          meta["uid"]))
                 return
+        container = expanded(container, container_env(pod, container))
         argv = command_line(spec, self.builds[spec.name], container, ports, home / "serviceaccount", mounts)
         address = urllib.parse.urlsplit(self.api_server)
         sockets = {}

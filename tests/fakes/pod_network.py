@@ -160,4 +160,7 @@ def pump(one, other):
                 return
             if not data:
                 return
-            (other if source is one else one).sendall(data)
+            try:
+                (other if source is one else one).sendall(data)
+            except OSError:  # the other side went (a process stopped, a client gave up)
+                return

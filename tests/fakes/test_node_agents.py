@@ -376,3 +376,20 @@ def test_the_nccl_log_follows_the_workers_nodes(fake, live, tmp_path):
     text = second_log.read_text()
     assert "GDRDMA" in text and "Avg bus bandwidth    : 3" in text, text[-400:]
     assert runner.settle()
+
+
+def test_a_launcher_running_before_its_workers_are_placed_gets_its_log_once_they_are(fake, live, tmp_path):
+    """A gang scheduler (KAI) binds launcher and workers at once: the launcher may run, with no event of its own
+    after, before the workers are placed. Its log is written when the workers' placement is seen."""
+    for name in ("aks-gpu-1", "aks-gpu-2"):
+        _bare_node(fake, name)
+    runner = live([SmokeLogs(tmp_path)])
+    _smoke_pod(fake, "nccl-launcher", "aks-gpu-1", "launcher")
+    for index in (1, 2):
+        _smoke_pod(fake, "nccl-worker-%d" % index, "", "worker", {"rdma/ib": "8"}, "nccl-worker")
+    assert runner.settle()
+    assert not (tmp_path / "smoke_nccl-launcher" / "mpirun.log").exists()  # no worker placed: undecided
+    for index in (1, 2):
+        fake.store.patch("v1", "Pod", "nccl-worker-%d" % index, {"spec": {"nodeName": "aks-gpu-%d" % index}}, "smoke")
+    wait_until((tmp_path / "smoke_nccl-launcher" / "mpirun.log").exists, what="the launcher's log, after the workers")
+    assert "nccl-worker-1" in (tmp_path / "smoke_nccl-launcher" / "mpirun.log").read_text()

@@ -9,8 +9,8 @@ import yaml
 
 from scripts.local_cluster.fleet import write_kwok_config
 
-from .operator_processes import (SA_DIR, TOOLS, VolumeNotReady, command_line, configure_process, held_jobs, pod_volumes,
-                                 process_of, readiness_url)
+from .operator_processes import (SA_DIR, TOOLS, VolumeNotReady, command_line, configure_process, expand, expanded,
+                                 held_jobs, pod_volumes, process_of, readiness_url)
 
 
 def pod(labels):
@@ -145,7 +145,7 @@ def test_only_a_real_operators_jobs_are_held_from_kwok():
 
 
 def test_kais_crd_upgrader_runs_its_images_command_on_the_machines_userland_read_only(tmp_path):
-    assert held_jobs(["kai-scheduler"]) == ["crd-upgrader"]
+    assert held_jobs(["kai-scheduler"]) == ["crd-upgrader", "post-delete-cleanup", "topology-migration"]
     spec = process_of({"metadata": {"labels": {"batch.kubernetes.io/job-name": "crd-upgrader", "app": "crd-upgrader"}}})
     build = tmp_path / "build"
     (build / "image" / "internal-crds").mkdir(parents=True)
@@ -173,3 +173,29 @@ def test_kwok_completes_every_jobs_pod_but_those_a_real_process_ends(tmp_path):
     assert held not in stages["gpu-platform-bare-pod-complete"]
     write_kwok_config(tmp_path, [], held_jobs(["gpu-operator"]))
     assert "NotIn" not in (tmp_path / "kwok.yaml").read_text()
+
+
+def test_a_command_gets_its_variables_as_the_kubelet_expands_them():
+    env = {"LOG_VERBOSITY": "4", "NAMESPACE": "nvidia-dra-driver-gpu"}
+    assert expand("$(LOG_VERBOSITY)", env) == "4"
+    assert expand("--ns=$(NAMESPACE)/$(UNSET)", env) == "--ns=nvidia-dra-driver-gpu/$(UNSET)"  # unknown: as written
+    assert expand("$$(LOG_VERBOSITY) costs $$5", env) == "$(LOG_VERBOSITY) costs $5"  # $$ escapes
+    container = {"command": ["compute-domain-controller", "-v", "$(LOG_VERBOSITY)"], "args": ["x"]}
+    assert expanded(container, env)["command"] == ["compute-domain-controller", "-v", "4"]
+    assert container["command"][-1] == "$(LOG_VERBOSITY)"  # the pod's own spec is not changed
+
+
+def test_the_compute_domain_controller_runs_from_the_images_path_with_its_templates(tmp_path):
+    spec = process_of(pod({"nvidia-dra-driver-gpu-component": "controller", "app.kubernetes.io/name": "x"}))
+    assert spec.name == "dra-driver"
+    build = tmp_path / "build"
+    (build / "image" / "templates").mkdir(parents=True)
+    account = tmp_path / "pod" / "serviceaccount"
+    container = expanded({"command": ["compute-domain-controller", "-v", "$(LOG_VERBOSITY)"],
+                          "env": [{"name": "LOG_VERBOSITY", "value": "4"}]}, {"LOG_VERBOSITY": "4"})
+    script = command_line(spec, build, container, {}, account)[-1]
+    root = str(account.parent / "root")
+    assert "mount --bind %s %s/usr/bin/compute-domain-controller" % (build / "compute-domain-controller", root) \
+        in script
+    assert "mount --bind %s %s/templates" % (build / "image" / "templates", root) in script
+    assert script.endswith("--wd=/ compute-domain-controller -v 4")

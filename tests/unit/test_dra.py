@@ -112,12 +112,14 @@ def test_a_missing_floor_rule_is_an_error_not_a_pass(monkeypatch):
         "gpuResourcesEnabledOverride": True,
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": True}},
         "kubeletPlugin": {"nodeSelector": {"nvidia.com/dra-kubelet-plugin": "true", "nodepool": "dra"}},
+        "controller": {"affinity": dra.CONTROLLER_AFFINITY},
         "imagePullSecrets": [{"name": "ngc-pull"}]}),
     # ComputeDomains only: no GPU allocation, so no override of the chart's device-plugin guard
     (settings(driver_root=None, driver_owner="host", gpus_enabled=False, compute_domains_enabled=True), {
         "nvidiaDriverRoot": "/", "resourceApiVersion": "resource.k8s.io/v1", "gpuResourcesEnabledOverride": False,
         "resources": {"gpus": {"enabled": False}, "computeDomains": {"enabled": True}},
-        "kubeletPlugin": {"nodeSelector": {"nvidia.com/dra-kubelet-plugin": "true"}}}),
+        "kubeletPlugin": {"nodeSelector": {"nvidia.com/dra-kubelet-plugin": "true"}},
+        "controller": {"affinity": dra.CONTROLLER_AFFINITY}}),
     # GKE's host driver root; the enabled key may be left out (the role only calls values() when enabled)
     ({"driver_root": "/home/kubernetes/bin/nvidia/", "driver_owner": "cloud", "gpus_enabled": True,
       "compute_domains_enabled": False}, {
@@ -130,6 +132,17 @@ def test_values(given, expected):
     before = copy.deepcopy(given)
     assert dra.values(given) == expected
     assert given == before
+
+
+def test_the_compute_domain_controller_runs_without_a_control_plane_node():
+    """The chart requires a node labelled node-role.kubernetes.io/control-plane for its controller; a managed control
+    plane has none (the controller stayed Pending on the local cluster's fleet, as on EKS: NVIDIA/aicr#174). The
+    values drop that requirement (null) and only prefer such a node, then one without GPUs."""
+    affinity = dra.values(settings(compute_domains_enabled=True))["controller"]["affinity"]["nodeAffinity"]
+    assert affinity["requiredDuringSchedulingIgnoredDuringExecution"] is None
+    preferred = affinity["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert preferred[0]["preference"]["matchExpressions"][0]["key"] == "node-role.kubernetes.io/control-plane"
+    assert "controller" not in dra.values(settings())  # not rendered without compute domains: nothing to place
 
 
 @pytest.mark.parametrize("root, owner, expected", [

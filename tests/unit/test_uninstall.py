@@ -70,7 +70,7 @@ def test_each_layer_lists_what_it_made():
                                                "metadata": {"name": "a100"}}, "only the identity is kept"
     assert [o["kind"] for o in scheduling["objects_after"]] == ["Queue"]
     assert [r["name"] for r in scheduling["releases"]] == ["volcano", "kai-scheduler", "kueue"]
-    assert scheduling["namespaces"] == ["volcano-system", "kai-scheduler", "kueue-system"]
+    assert scheduling["namespaces"] == ["volcano-system", "kai-scheduler", "kueue-system", "kai-resource-reservation"]
     dra = layer(plan, "dra_driver")
     assert dra["releases"] == [{"name": "nvidia-dra-driver-gpu", "namespace": "nvidia-dra-driver-gpu"}]
     assert dra["node_labels"] == [{"key": "nvidia.com/dra-kubelet-plugin", "value": None},
@@ -279,3 +279,15 @@ def test_volcanos_own_queues_are_left_to_their_crds_deletion():
     ]
     assert [(o["kind"], o["metadata"]["name"]) for o in uninstall.deletable_crs(results)] == [
         ("Queue", "vision"), ("ClusterQueue", "root")]
+
+
+def test_kais_topology_crd_and_its_reservation_namespace_go_too():
+    """KAI Scheduler v0.13.0's chart (crds/kai.scheduler_topologies.yaml) installs a Topology CRD, and it makes a
+    namespace for its resource-reservation pods that helm uninstall keeps (helm.sh/resource-policy: keep): both were
+    left behind on the local cluster by uninstall.yml with the real chart, and both go now."""
+    plan = uninstall.plan(settings(gpu_platform_uninstall_crds=True))
+    scheduling = layer(plan, "scheduling")
+    assert "topologies.kai.scheduler" in [c["metadata"]["name"] for c in scheduling["crds"]]
+    assert {"api_version": "kai.scheduler/v1alpha1", "kind": "Topology", "crd": "topologies.kai.scheduler"} \
+        in scheduling["cr_kinds"]
+    assert "kai-resource-reservation" in scheduling["namespaces"]

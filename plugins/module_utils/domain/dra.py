@@ -64,6 +64,7 @@ Facts this follows (sources in brackets; nothing copied):
 
 from __future__ import annotations
 
+import copy
 import re
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import images, objects, validate, version_parse, versions
@@ -269,6 +270,20 @@ def node_selector(value):
     return out
 
 
+# The chart's compute-domain controller (rendered with resources.computeDomains.enabled) requires a node labelled
+# node-role.kubernetes.io/control-plane (values controller.affinity, v25.12.0): a managed control plane (AKS, EKS,
+# GKE) has none, and the controller stays Pending [NVIDIA/aicr#174; kubernetes-sigs/dra-driver-nvidia-gpu#308,
+# #1047]. The collection prefers a control-plane node, then a node without GPUs, and requires neither (null removes
+# the chart's required term when helm merges the values).
+CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
+CONTROLLER_AFFINITY = {"nodeAffinity": {
+    "requiredDuringSchedulingIgnoredDuringExecution": None,
+    "preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "preference": {"matchExpressions": [{"key": CONTROL_PLANE_LABEL, "operator": "Exists"}]}},
+        {"weight": 50, "preference": {"matchExpressions": [
+            {"key": "nvidia.com/gpu.present", "operator": "NotIn", "values": ["true"]}]}}]}}
+
+
 def values(settings):
     """Chart values for nvidia-dra-driver-gpu from the role's settings (keys without ``dra_driver_``):
     driver_root, gpus_enabled, compute_domains_enabled, node_selector, image_pull_secrets, and
@@ -294,6 +309,8 @@ def values(settings):
         "resources": {"gpus": {"enabled": gpus}, "computeDomains": {"enabled": domains}},
         "kubeletPlugin": {"nodeSelector": node_selector(settings.get("node_selector"))},
     }
+    if domains:
+        out["controller"] = {"affinity": copy.deepcopy(CONTROLLER_AFFINITY)}
     secrets = validate.secret_names(FIELDS["image_pull_secrets"], settings.get("image_pull_secrets"))
     if secrets:
         out["imagePullSecrets"] = [{"name": name} for name in secrets]

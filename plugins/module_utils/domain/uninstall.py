@@ -41,6 +41,10 @@ PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube
 # (pkg/webhooks/admission/queues/validate/validate_queue.go): "`root` queue can not be deleted", and `default`.
 UNDELETABLE_CRS = {("scheduling.volcano.sh/v1beta1", "Queue"): frozenset({"root", "default"})}
 
+# The namespace KAI Scheduler's chart makes for its resource-reservation pods (values global.resourceReservation,
+# v0.13.0) and keeps on helm uninstall (helm.sh/resource-policy: keep): the scheduling layer removes it.
+KAI_RESERVATION_NAMESPACE = "kai-resource-reservation"
+
 # Groups whose objects go after their scheduler's release: Volcano's admission webhook refuses to delete
 # a Queue that is not Closed, and with the release gone nothing holds them.
 AFTER_RELEASE_GROUPS = frozenset({"scheduling.volcano.sh"})
@@ -174,7 +178,8 @@ def plan(settings, served_crds=None):
                objects_after=[o for o in scheduling if o["apiVersion"].split("/")[0] in AFTER_RELEASE_GROUPS],
                releases=[_release(settings, None, "scheduling_volcano_namespace", "volcano"),
                          _release(settings, None, "scheduling_kai_namespace", "kai-scheduler"),
-                         _release(settings, None, "scheduling_kueue_namespace", "kueue")]),
+                         _release(settings, None, "scheduling_kueue_namespace", "kueue")],
+               namespaces=[KAI_RESERVATION_NAMESPACE]),
         _layer("dra_driver", releases=[_release(settings, None, "dra_driver_namespace", "nvidia-dra-driver-gpu")],
                node_labels=[{"key": k, "value": v} for k, v in DRA_LABELS]),
         _layer("gpu_sharing", objects_before=[{"apiVersion": "v1", "kind": "ConfigMap",

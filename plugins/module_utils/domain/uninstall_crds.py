@@ -48,6 +48,7 @@ CHART_CRDS = {
         "bindrequests.scheduling.run.ai": ("scheduling.run.ai/v1alpha2", "BindRequest"),
         "configs.kai.scheduler": ("kai.scheduler/v1", "Config"),
         "schedulingshards.kai.scheduler": ("kai.scheduler/v1", "SchedulingShard"),
+        "topologies.kai.scheduler": ("kai.scheduler/v1alpha1", "Topology"),
     },
     "kueue": {
         "clusterqueues.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
