@@ -424,7 +424,7 @@ def _kai_gang(members, gpus=1):
     return objects
 
 
-KAI_AND_DOMAINS = ("-e", "gpu_platform_scheduler=kai", "-e", "dra_driver_compute_domains_enabled=true")
+KAI_AND_DOMAINS = ("-e", json.dumps({"gpu_platform_scheduler": "kai", "dra_driver_compute_domains_enabled": True}))
 
 
 def test_site_with_the_kai_scheduler_and_compute_domains_converges_then_changes_nothing(site):
