@@ -119,7 +119,6 @@ def main(argv=None):
             except OSError:
                 pass
     os._exit(0)  # pylint: disable=protected-access  # the forked child leaves without the parent's exit handlers
-    return 0
 
 
 if __name__ == "__main__":
