@@ -274,7 +274,7 @@ def node_selector(value):
 # node-role.kubernetes.io/control-plane (values controller.affinity, v25.12.0): a managed control plane (AKS, EKS,
 # GKE) has none, and the controller stays Pending [NVIDIA/aicr#174; kubernetes-sigs/dra-driver-nvidia-gpu#308,
 # #1047]. The collection prefers a control-plane node, then a node without GPUs, and requires neither (null removes
-# the chart's required term when helm merges the values).
+# the chart's required term when helm merges the values), as the renamed chart's 0.4.0 defaults do (#1054).
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
 CONTROLLER_AFFINITY = {"nodeAffinity": {
     "requiredDuringSchedulingIgnoredDuringExecution": None,
