@@ -31,19 +31,14 @@ import threading
 # run as a script with ``python -P`` (its folder is not on the path: tests/fakes/selectors.py would hide the
 # standard library's); the repository's root is, after the standard library
 sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from tests.fakes.pod_network import connect, pump  # noqa: E402  # pylint: disable=wrong-import-position  # see above
+from tests.fakes.pod_network import connect, pump, read_head, unix_listener  # noqa: E402  # pylint: disable=wrong-import-position  # see above
 
 
 def through_proxy(proxy, address):
     """A socket to ``address`` (``host:port``) on the machine, opened by the pod network's CONNECT proxy."""
     upstream = connect(proxy)
     upstream.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (address, address)).encode())
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = upstream.recv(4096)
-        if not chunk:
-            break
-        head += chunk
+    head = read_head(upstream)[0] or b""  # nothing comes before the 200's blank line: the tunnel is then ours
     if not head.startswith(b"HTTP/1.1 200"):
         upstream.close()
         raise OSError("the pod network refused %s: %s" % (address, head.split(b"\r\n", 1)[0].decode("latin-1")))
@@ -83,12 +78,7 @@ def listeners(args):
         out.append((tcp, lambda address=address: through_proxy(args.proxy, address)))
     for item in args.serve:
         port, path = item.split("=", 1)
-        if os.path.exists(path):
-            os.unlink(path)
-        unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        unix.bind(path)
-        os.chmod(path, 0o600)
-        unix.listen(64)
+        unix = unix_listener(path)
         out.append((unix, lambda port=int(port): connect(("127.0.0.1", port))))
     return out
 

@@ -68,12 +68,7 @@ class PodNetwork:
 
     def serve(self, path):
         """Listen on the Unix socket ``path`` (replacing a stale one) in a thread of its own."""
-        if os.path.exists(path):
-            os.unlink(path)
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(path)
-        os.chmod(path, 0o600)
-        listener.listen(64)
+        listener = unix_listener(path)
         self._server, self.path = listener, path
         threading.Thread(target=self._accept, name="pod-network", daemon=True).start()
         return self
@@ -95,13 +90,9 @@ class PodNetwork:
 
     def _tunnel(self, client):
         with client:
-            head = b""
-            while b"\r\n\r\n" not in head:
-                chunk = client.recv(4096)
-                if not chunk or len(head) > HEAD_LIMIT:
-                    return
-                head += chunk
-            head, early = head.split(b"\r\n\r\n", 1)
+            head, early = read_head(client)
+            if head is None:
+                return
             answer, upstream = self._open(head.split(b"\r\n", 1)[0].decode("latin-1"))
             client.sendall(answer)
             if upstream is None:
@@ -130,6 +121,30 @@ class PodNetwork:
             return ("HTTP/1.1 503 Service Unavailable\r\n\r\n%s:%s: %s\n" % (host, port, exc)).encode(), None
         upstream.settimeout(None)
         return b"HTTP/1.1 200 Connection established\r\n\r\n", upstream
+
+
+def unix_listener(path):
+    """A socket listening on the Unix socket ``path`` (a stale one replaced), for its owner only."""
+    if os.path.exists(path):
+        os.unlink(path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    os.chmod(path, 0o600)
+    listener.listen(64)
+    return listener
+
+
+def read_head(sock):
+    """(the HTTP head read from ``sock`` up to its blank line, the bytes read after it), or (None, b"") when the
+    peer closes first or the head passes HEAD_LIMIT."""
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        if not chunk or len(head) > HEAD_LIMIT:
+            return None, b""
+        head += chunk
+    head, rest = head.split(b"\r\n\r\n", 1)
+    return head, rest
 
 
 def connect(target, timeout=CONNECT_TIMEOUT):

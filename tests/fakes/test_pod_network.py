@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from .pod_network import PodNetwork
+from .pod_network import PodNetwork, read_head
 
 
 @pytest.fixture
@@ -41,13 +41,8 @@ def connect(path, target, payload=b"ping\n"):
         sock.settimeout(5)
         sock.connect(path)
         sock.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target)).encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = sock.recv(1024)
-            if not chunk:
-                break
-            head += chunk
-        status, rest = (head.split(b"\r\n\r\n", 1) + [b""])[:2]
+        status, rest = read_head(sock)
+        status = status or b""
         if not status.startswith(b"HTTP/1.1 200"):
             return status.split(b"\r\n")[0].decode(), rest.decode()
         sock.sendall(payload)
