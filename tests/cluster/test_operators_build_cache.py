@@ -194,7 +194,7 @@ def test_the_pinned_archive_holds_what_the_build_takes(operator):
         top = "%s-%s/" % (operator.archive, operator.version())
         for _binary, package in operator.binaries:
             assert any(n.startswith(top + package.lstrip("./")) and n.endswith(".go") for n in names), package
-        for inside, _target in operator.image:
+        for inside in (entry[0] for entry in operator.image):
             assert top + inside in names or any(n.startswith(top + inside + "/") for n in names), inside
         for folder in operator.charts:
             chart = yaml.safe_load(archive.extractfile(top + folder + "/Chart.yaml").read())
