@@ -40,7 +40,8 @@ import threading
 import time
 import traceback
 
-from kubernetes.dynamic.exceptions import GoneError, NotFoundError
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic.exceptions import DynamicApiError, GoneError, NotFoundError
 from kubernetes.watch.watch import iter_resp_lines
 
 from .clock import RealClock
@@ -49,6 +50,16 @@ from .live_store import LiveStore, NotServed
 from .operator_processes import OperatorProcesses, ca_data_of, parse_builds
 from .pod_network import PodNetwork
 from .store import Event
+
+
+RETRY_DELAY = 2.0  # seconds before a controller's write the server refused for now is tried again
+RETRIES = 60
+
+
+def transient(exc):
+    """True for a refusal the server may not repeat: 5xx (a webhook not reachable) or 429."""
+    status = getattr(exc, "status", None) if isinstance(exc, (ApiException, DynamicApiError)) else None
+    return status == 429 or (status or 0) >= 500
 
 
 def log_line(text, stream=None):
@@ -268,20 +279,38 @@ class LiveRunner:
     def submit_event(self, event):
         self.submit(lambda: self.dispatch(event))
 
-    def dispatch(self, event):
-        """Hand ``event`` to each controller that wants it; an exception is logged and the next one goes on."""
-        for controller in self.controllers:
+    def dispatch(self, event, controllers=None, attempt=0):
+        """Hand ``event`` to each controller that wants it; an exception is logged and the next one goes on. A write
+        the server refused for now (5xx, 429: an admission webhook whose process is restarting) is tried again, on
+        the object as it is then, as a kubelet or a controller requeues it."""
+        for controller in controllers or self.controllers:
             if controller.wants(event):
-                self._guarded(lambda: controller.handle(event), "%s on %s %s %s" % (
+                failed = self._guarded(lambda: controller.handle(event), "%s on %s %s %s" % (
                     type(controller).__name__, event.type, event.kind, event.name))
+                if transient(failed) and attempt < RETRIES:
+                    self.log("%s: %s %s tried again in %.0f s" % (type(controller).__name__, event.kind, event.name,
+                                                                   RETRY_DELAY))
+                    self.clock.call_later(RETRY_DELAY, lambda c=controller: self._again(c, event, attempt + 1))
+
+    def _again(self, controller, event, attempt):
+        if event.type != "DELETED":
+            meta = event.obj["metadata"]
+            current = self.store.get(event.obj["apiVersion"], event.obj["kind"], meta["name"], meta.get("namespace"))
+            if current is None:
+                return  # gone since: its DELETED event comes from the watch
+            event = Event("MODIFIED", event.key, current, event.obj, _rv(current))
+        self.dispatch(event, [controller], attempt)
 
     def _guarded(self, fn, what):
+        """Run ``fn``; an exception is logged (and returned), the loop goes on."""
         try:
             fn()
-        except Exception:  # noqa: BLE001 - logged, the loop goes on
+        except Exception as exc:  # noqa: BLE001 - logged, the loop goes on
             text = traceback.format_exc()
             self.errors.append(text)
             self.log("%s failed:\n%s" % (what, text.rstrip()), error=True)
+            return exc
+        return None
 
     def _loop(self):
         while True:

@@ -76,6 +76,45 @@ def test_events_are_shaped_as_the_fakes_and_errors_do_not_stop_the_loop(fake, li
     runner.errors.clear()  # the MODIFIED boom raised again
 
 
+class _Refused(Controller):
+    """Refused by the server (a webhook down: 500) on its first two tries at ConfigMap ``flaky``."""
+
+    watches = frozenset({("", "ConfigMap")})
+
+    def __init__(self):
+        self.seen = []
+
+    def handle(self, event):
+        from kubernetes.dynamic.exceptions import InternalServerError
+        if event.name != "flaky":
+            return
+        self.seen.append((event.type, (event.obj.get("data") or {}).get("v")))
+        if len(self.seen) <= 2:
+            error = InternalServerError(type("E", (Exception,), {"status": 500, "reason": "webhook down",
+                                                                   "body": "", "headers": {}})())
+            error.status = 500
+            raise error
+
+
+def test_a_write_refused_for_now_is_tried_again_on_the_object_as_it_is_then(fake, live, monkeypatch):
+    """A kubelet or controller requeues what the server refused for now (Kueue's pod webhook while its process
+    restarts refused a node agent's write during the upgrade, and the node's agents were never reconciled again)."""
+    from . import live as live_module
+    monkeypatch.setattr(live_module, "RETRY_DELAY", 0.2)
+    refused = _Refused()
+    runner = live([refused])
+    fake.store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "flaky"}, "data": {"v": "1"}})
+    wait_until(lambda: len(refused.seen) >= 1)
+    fake.store.patch("v1", "ConfigMap", "flaky", {"data": {"v": "2"}})  # changed before the next try
+    wait_until(lambda: len(refused.seen) >= 4)
+    assert refused.seen[0] == ("ADDED", "1") and ("MODIFIED", "2") in refused.seen[1:]
+    assert runner.settle()
+    tries = len(refused.seen)
+    assert runner.settle() and len(refused.seen) == tries  # accepted: not tried again
+    assert len(runner.errors) == 2
+    runner.errors.clear()
+
+
 def test_a_kind_served_later_is_picked_up(fake, live):
     recorder = _Recorder()
     recorder.watches = frozenset({("example.com", "Widget")})
