@@ -288,8 +288,8 @@ class LiveRunner:
                 failed = self._guarded(lambda: controller.handle(event), "%s on %s %s %s" % (
                     type(controller).__name__, event.type, event.kind, event.name))
                 if transient(failed) and attempt < RETRIES:
-                    self.log("%s: %s %s tried again in %.0f s" % (type(controller).__name__, event.kind, event.name,
-                                                                   RETRY_DELAY))
+                    self.log("%s: %s %s tried again in %.0f s"
+                             % (type(controller).__name__, event.kind, event.name, RETRY_DELAY))
                     self.clock.call_later(RETRY_DELAY, lambda c=controller: self._again(c, event, attempt + 1))
 
     def _again(self, controller, event, attempt):

@@ -90,8 +90,8 @@ class _Refused(Controller):
             return
         self.seen.append((event.type, (event.obj.get("data") or {}).get("v")))
         if len(self.seen) <= 2:
-            error = InternalServerError(type("E", (Exception,), {"status": 500, "reason": "webhook down",
-                                                                   "body": "", "headers": {}})())
+            refusal = type("E", (Exception,), {"status": 500, "reason": "webhook down", "body": "", "headers": {}})
+            error = InternalServerError(refusal())
             error.status = 500
             raise error
 
