@@ -193,7 +193,6 @@ class SmokeLogs(Controller):
             path = folder / ("%s.log" % container)
             path.write_text(logs.cri_log(text, moment))
             entries.append({"containers": [container], "logsFile": str(path)})
-        self.written[meta["uid"]] = (meta["namespace"], meta["name"], folder)
         try:
             self.store.resource(*LOGS_API)
             served = True
@@ -205,6 +204,8 @@ class SmokeLogs(Controller):
                                "spec": {"logs": entries}})
         self.store.patch("v1", "Pod", meta["name"], {"metadata": {"annotations": {LOGS_WRITTEN: "written"}}},
                          meta["namespace"])
+        # written once the pod says so: a patch refused for now (a webhook down) is tried again (live.py)
+        self.written[meta["uid"]] = (meta["namespace"], meta["name"], folder)
 
     def _forget(self, uid):
         namespace, name, folder = self.written.pop(uid, (None, None, None))
