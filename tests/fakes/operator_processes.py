@@ -88,8 +88,9 @@ class OperatorProcess:
     # image_root: the machine's userland (``BASE_DIRS``, read-only) stands in for the image's base (a shell,
     # coreutils), and kubectl and helm (``TOOLS``) are on its PATH
     base: bool = False
-    # a network namespace of its own, as a pod has (``netns_bridge.py``): it binds the container's ports as they are
-    # (no flags, ``serves`` unused), and the pod network and the readiness probe reach them through Unix sockets
+    # a network namespace of its own, as a pod has (``netns_bridge.py``): it binds its ports (``serves`` and the
+    # container's declared ones) as they are, no flags, and the pod network and the readiness probe reach them
+    # through Unix sockets
     netns: bool = False
     binary_at: str = ""  # where the image has the binary (image_root), when not at /<binary>: a command finds it
 
@@ -494,11 +495,11 @@ def configure_process(spec, container, mounts, ports):
 
 
 class _Running:  # pylint: disable=too-many-instance-attributes  # a record of one process
-    def __init__(self, spec, pod, proc, ports, log, synced=(), sockets=None):
+    def __init__(self, spec, pod, proc, ports, log, served, synced=(), sockets=None):
         self.spec, self.proc, self.ports, self.log = spec, proc, ports, log
         container = next(c for c in pod["spec"]["containers"] if c["name"] == spec.container)
-        self.served = served_ports(spec, container)  # {name: container port}
-        self.ready_url, self.unready = readiness_url(container, self.served, ports)
+        self.served = served  # {name: container port} (served_ports)
+        self.ready_url, self.unready = readiness_url(container, served, ports)
         self.sockets = dict(sockets or {})  # netns: {container port: Unix socket}
         self.synced = list(synced)
         self.uid = pod["metadata"]["uid"]
@@ -602,7 +603,7 @@ class OperatorProcesses(Controller):
             out.flush()
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                     cwd=str(home))
-        running = _Running(spec, pod, proc, ports, log, synced, sockets)
+        running = _Running(spec, pod, proc, ports, log, served, synced, sockets)
         self.running[running.key] = running
         if self.network is not None and running.ip:
             for name, port in served.items():
