@@ -26,6 +26,7 @@ def kube_version_at_least(actual, minimum):
 
 
 unready_daemonsets = user_errors(gpu_operator.unready_daemonsets)
+registry_pull_secrets = user_errors(gpu_operator.pull_secrets)
 
 
 class FilterModule:
@@ -37,4 +38,5 @@ class FilterModule:
             "gpu_operator_driver_upgrade_policy": gpu_operator_driver_upgrade_policy,
             "kube_version_at_least": kube_version_at_least,
             "unready_daemonsets": unready_daemonsets,
+            "registry_pull_secrets": registry_pull_secrets,
         }

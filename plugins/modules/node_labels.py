@@ -50,7 +50,10 @@ options:
         type: str
         required: true
       labels:
-        description: The labels the selected nodes get. Values are strings (quote C(true) and numbers in YAML).
+        description:
+          - The labels the selected nodes get. Values are strings (quote C(true) and numbers in YAML).
+          - A label given C(null) is removed from the selected nodes that carry it, whoever set it (a JSON merge patch
+            of the node's labels, for example when a layer is uninstalled).
         type: dict
         required: true
       name:
@@ -67,7 +70,7 @@ options:
     description: With O(render_to), the file's name before C(-node-labels.yaml), for example the unit's name.
     type: str
 notes:
-  - Labels are only ever added or changed, never removed.
+  - Labels are added, changed, or removed when given C(null); the node's other labels are left alone.
 requirements:
   - kubernetes (Python library; not needed with O(render_to))
 """
@@ -91,6 +94,13 @@ EXAMPLES = r"""
       - name: training
         selector: nodepool=training
         labels: {nvidia.com/device-plugin.config: default}
+    require_match: false
+
+- name: Take the device-plugin config label off every node that carries it
+  gpu_platform.cluster.node_labels:
+    nodes:
+      - selector: nvidia.com/device-plugin.config
+        labels: {nvidia.com/device-plugin.config: null}
     require_match: false
 
 - name: The same labels for GitOps, as gpu-sharing/gpu-sharing-node-labels.yaml in the bundle

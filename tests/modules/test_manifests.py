@@ -185,3 +185,23 @@ def test_missing_skip_patches_only_objects_that_exist(api):
     api.clear_log()
     failed, again = run(api, objects=[patch, ghost], missing="skip")
     assert not failed and again["changed"] is False and api.writes() == []
+
+
+def test_a_secrets_data_never_reaches_the_diff_but_a_change_is_named(api):
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gpu_operator
+    creds = [{"name": "ngc", "registry": "nvcr.io", "username": "$oauthtoken", "password": "s3cr3t-token"}]
+    secrets = gpu_operator.pull_secrets(creds, "team-a")
+    failed, first = run(api, diff=True, objects=[OBJECTS[0]] + secrets)
+    assert not failed, first.get("msg")
+    stored = api.store.get("v1", "Secret", "ngc", "team-a")
+    assert stored["type"] == "kubernetes.io/dockerconfigjson"
+    assert stored["data"][".dockerconfigjson"] == secrets[0]["data"][".dockerconfigjson"]
+    text = repr(first)
+    assert secrets[0]["data"][".dockerconfigjson"] not in text and "s3cr3t" not in text
+    assert "(hidden: Secret data, changed)" in first["diff"][1]["after"]
+    rotated = gpu_operator.pull_secrets([dict(creds[0], password="n3w-token")], "team-a")
+    failed, second = run(api, diff=True, check_mode=True, objects=rotated)
+    assert not failed and second["changed_objects"] == ["Secret team-a/ngc"]
+    assert "(hidden: Secret data, changed)" in second["diff"][0]["after"]
+    assert secrets[0]["data"][".dockerconfigjson"] not in repr(second)
+    assert rotated[0]["data"][".dockerconfigjson"] not in repr(second)

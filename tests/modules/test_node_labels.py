@@ -150,3 +150,19 @@ def test_render_to_without_a_usable_file_name_is_refused_naming_render_name(api,
     failed, result = run(api, render_to=str(tmp_path / "unit"), render_name=name)
     assert failed and "render_name" in result["msg"] and "Fix:" in result["msg"]
     assert not (tmp_path / "unit").exists()
+
+
+def test_a_null_value_removes_the_label_whoever_set_it_then_writes_nothing(api):
+    api.store.patch("v1", "Node", "gpu-node-3", {"metadata": {"labels": {KEY: "inference"}}})  # another manager's
+    entries = [{"selector": KEY, "labels": {KEY: None}}]
+    failed, checked = run(api, check_mode=True, nodes=entries, require_match=False)
+    assert not failed and checked["changed_nodes"] == ["gpu-node-3"]
+    assert labels(api, "gpu-node-3")[KEY] == "inference", "check mode writes nothing"
+    failed, first = run(api, diff=True, nodes=entries, require_match=False)
+    assert not failed, first.get("msg")
+    assert first["changed_nodes"] == ["gpu-node-3"] and KEY not in labels(api, "gpu-node-3")
+    assert first["diff"][0]["before"] == "%s: inference\n" % KEY and first["diff"][0]["after"] == ""
+    assert labels(api, "gpu-node-3")["nodepool"] == "inference", "the node's other labels stay"
+    api.clear_log()
+    failed, second = run(api, nodes=entries, require_match=False)
+    assert not failed and second["changed"] is False and api.writes() == []

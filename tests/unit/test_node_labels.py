@@ -88,3 +88,20 @@ def test_a_bad_patch_list_is_refused_naming_the_file_and_patch(docs, field):
     with pytest.raises(ParamError) as err:
         domain.from_patch_lists([("u/x-node-labels.yaml", docs)])
     assert err.value.field.startswith(field), err.value.field
+
+
+def test_a_label_given_null_is_removed_only_from_the_nodes_that_carry_it():
+    requests = d.check_requests([{"name": "off", "selector": "nvidia.com/gpu.sharing", "labels":
+                                  {"nvidia.com/gpu.sharing": None, "team": "x"}}])
+    assert requests[0].labels == {"nvidia.com/gpu.sharing": None, "team": "x"}
+    dummy, changes = d.plan(requests, [[node("n1", {"nvidia.com/gpu.sharing": "mig", "team": "x"}),
+                                        node("n2", {"team": "x"})]])
+    assert changes == [("n1", {"nvidia.com/gpu.sharing": None, "team": "x"},
+                        {"nvidia.com/gpu.sharing": "mig", "team": "x"})]
+    with pytest.raises(ParamError) as err:
+        d.check_requests([{"selector": "a=b", "labels": {"-x": None}}])
+    assert "nodes[0].labels: label key '-x'" in err.value.msg
+    with pytest.raises(ParamError) as err:  # one entry removes what another sets: refused, as two values are
+        d.plan(d.check_requests([{"name": "a", "selector": "x=1", "labels": {"k": None}},
+                                 {"name": "b", "selector": "y=1", "labels": {"k": "b"}}]), [[node("n1")], [node("n1")]])
+    assert "node n1 is picked by a (k=None) and by b (k=b)" in err.value.msg

@@ -291,3 +291,15 @@ def test_kais_topology_crd_and_its_reservation_namespace_go_too():
     assert {"api_version": "kai.scheduler/v1alpha1", "kind": "Topology", "crd": "topologies.kai.scheduler"} \
         in scheduling["cr_kinds"]
     assert "kai-resource-reservation" in scheduling["namespaces"]
+
+
+def test_each_layer_label_becomes_a_node_labels_entry_that_removes_it():
+    assert uninstall.label_removals([{"key": "nvidia.com/dra-kubelet-plugin", "value": None},
+                                     {"key": "nvidia.com/gpu.deploy.device-plugin", "value": "false"},
+                                     {"key": "nvidia.com/dra-kubelet-plugin", "value": None}]) == [
+        {"name": "nvidia.com/dra-kubelet-plugin", "selector": "nvidia.com/dra-kubelet-plugin",
+         "labels": {"nvidia.com/dra-kubelet-plugin": None}},
+        {"name": "nvidia.com/gpu.deploy.device-plugin=false", "selector": "nvidia.com/gpu.deploy.device-plugin=false",
+         "labels": {"nvidia.com/gpu.deploy.device-plugin": None}}]
+    assert [e["selector"] for e in layer(uninstall.plan(SETTINGS), "dra_driver")["label_removals"]] == [
+        "nvidia.com/dra-kubelet-plugin", "nvidia.com/gpu.deploy.device-plugin=false"]

@@ -11,7 +11,9 @@ file. Helm ignores a key the chart lacks, so a key only a newer release has woul
 
 from __future__ import annotations
 
+import base64
 import copy
+import json
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade, images, validate, version_parse
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm_release import deep_merge
@@ -154,3 +156,27 @@ def unready_daemonsets(daemonsets):
         if ready < desired or updated < desired or stale:
             out.append("%s (%d/%d ready)" % (ds["metadata"]["name"], ready, desired))
     return sorted(out)
+
+
+def pull_secrets(credentials, namespace):
+    """The image pull Secrets (kubernetes.io/dockerconfigjson) for ``credentials`` ({name, registry, username,
+    password}) in ``namespace``, as the kubelet reads them: one registry per Secret, its ``auth`` the base64 of
+    ``username:password``."""
+    secrets = []
+    for index, cred in enumerate(credentials or []):
+        where = "gpu_operator_registry_credentials[%d]" % index
+        if not isinstance(cred, dict):
+            raise ParamError(where, "is not a dictionary", "give {name, registry, username, password}")
+        for key in ("name", "registry", "username", "password"):
+            if not isinstance(cred.get(key), str) or not cred[key]:
+                raise ParamError("%s.%s" % (where, key), "is missing or empty", "give the credential's %s" % key)
+        if len(cred["name"]) > 253 or not validate.DNS1123_SUBDOMAIN.match(cred["name"]):
+            raise ParamError(where + ".name", "%r is not a Secret name" % cred["name"][:100],
+                             "use lower-case letters, digits, '-' and '.', e.g. ngc-pull")
+        auth = {"username": cred["username"], "password": cred["password"],
+                "auth": base64.b64encode(("%s:%s" % (cred["username"], cred["password"])).encode()).decode()}
+        config = json.dumps({"auths": {cred["registry"]: auth}}, sort_keys=True)
+        secrets.append({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+                        "metadata": {"name": cred["name"], "namespace": namespace},
+                        "data": {".dockerconfigjson": base64.b64encode(config.encode()).decode()}})
+    return secrets

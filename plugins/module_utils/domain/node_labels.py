@@ -17,7 +17,8 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import
 
 @dataclass(frozen=True)
 class LabelRequest:
-    """One entry of the module's ``nodes``: the nodes a selector picks get these labels."""
+    """One entry of the module's ``nodes``: the nodes a selector picks get these labels (a value of None: the label
+    is removed)."""
 
     name: str
     selector: str
@@ -44,7 +45,11 @@ def check_requests(entries, field="nodes"):
         if not isinstance(labels, dict) or not labels:
             raise ParamError(where + ".labels", "must be a non-empty dictionary of label: value",
                              "give the labels these nodes get")
-        checked = validate.labels(where + ".labels", labels)
+        removed = sorted(str(key) for key, value in labels.items() if value is None)
+        for key in removed:
+            validate.label_key(where + ".labels", key)
+        checked = validate.labels(where + ".labels", {k: v for k, v in labels.items() if v is not None})
+        checked.update((key, None) for key in removed)
         name = str(entry.get("name") or selector)
         if name in names:
             raise ParamError(where + ".name", "%r names two entries" % name, "give each entry its own name")
@@ -56,8 +61,8 @@ def check_requests(entries, field="nodes"):
 def plan(requests, selected):
     """Which nodes change, from ``selected`` (one list of Node objects per request, in order).
 
-    Returns (per request {name, selector, nodes}, [(node name, labels to set, their values before)]) for the
-    nodes whose labels differ. A node that two requests pick with different values for one key is refused,
+    Returns (per request {name, selector, nodes}, [(node name, labels to set (None: to remove), their values
+    before)]) for the nodes whose labels differ. A node that two requests pick with different values for one key is refused,
     naming both, before anything is written.
     """
     wanted, current, owner = {}, {}, {}

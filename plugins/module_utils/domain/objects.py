@@ -31,6 +31,25 @@ def comparable(obj):
     return out
 
 
+HIDDEN = "(hidden: Secret data)"
+HIDDEN_CHANGED = "(hidden: Secret data, changed)"
+
+
+def without_secret_data(obj, other=None):
+    """``obj`` for a diff: a Secret's ``data`` and ``stringData`` values hidden, marked changed where they differ
+    from ``other``'s (the other side of the diff). Any other object is returned as it is."""
+    if not obj or obj.get("kind") != "Secret":
+        return obj
+    out = copy.deepcopy(obj)
+    for field in ("data", "stringData"):
+        values = out.get(field)
+        if isinstance(values, dict):
+            theirs = ((other or {}).get(field) or {}) if isinstance(other, dict) else {}
+            out[field] = {key: HIDDEN if theirs.get(key) == value else HIDDEN_CHANGED
+                          for key, value in values.items()}
+    return out
+
+
 def differs(current, proposed):
     """True when applying would change the object (``proposed`` is the server's dry-run answer)."""
     return comparable(current) != comparable(proposed)

@@ -130,7 +130,18 @@ def _layer(name, **parts):
              "objects_after": [], "node_labels": [], "namespaces": [], "crds": [], "nic_cluster_policy": False,
              "host_files": [], "host_runtime": False}
     layer.update(parts)
+    layer["label_removals"] = label_removals(layer["node_labels"])
     return layer
+
+
+def label_removals(node_labels):
+    """The node_labels module's entries that take ``node_labels`` ({key, value}; an empty value: any value) off the
+    nodes that carry them: one entry per selector, each removing its key (null)."""
+    entries = {}
+    for label in node_labels:
+        selector = label["key"] + ("=" + label["value"] if label["value"] else "")
+        entries[selector] = {"name": selector, "selector": selector, "labels": {label["key"]: None}}
+    return list(entries.values())
 
 
 def plan(settings, served_crds=None):

@@ -103,8 +103,10 @@ def apply(kube, objects, state="present", check_mode=False, unserved="fail", mis
     skipped += absent or []
     return {"changed": bool(changed), "changed_objects": changed, "left_out": skipped,
             "diff": [{"before_header": d["before_header"], "after_header": d["after_header"],
-                      "before": render_adapter.to_yaml(d["before"]) if d["before"] else "",
-                      "after": render_adapter.to_yaml(d["after"])} for d in diffs]}
+                      "before": render_adapter.to_yaml(domain_objects.without_secret_data(d["before"], d["after"]))
+                      if d["before"] else "",
+                      "after": render_adapter.to_yaml(domain_objects.without_secret_data(d["after"], d["before"]))}
+                     for d in diffs]}
 
 
 def run(params, kube_factory, check_mode=False):

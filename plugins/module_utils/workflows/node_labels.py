@@ -5,7 +5,8 @@
 
 Private to the collection: not a public API. One LIST per selector (its count does not grow with the
 nodes), the plan from domain/node_labels.py, then one server-side apply of a label-only Node for each
-node whose labels differ; nodes that already carry the labels cost no request.
+node whose labels differ (and a merge patch for the labels it removes); nodes that already carry the labels cost no
+request.
 """
 
 from __future__ import annotations
@@ -49,12 +50,17 @@ def run(params, kube_factory, check_mode=False):
         error.details["selected"] = report
         raise error
     for node_name, labels, dummy in changes:
-        kube.apply(domain_objects.node_label_objects([node_name], labels)[0], dry_run=check_mode)
+        kept = {key: value for key, value in labels.items() if value is not None}
+        if kept:
+            kube.apply(domain_objects.node_label_objects([node_name], kept)[0], dry_run=check_mode)
+        if len(kept) < len(labels):  # a merge patch removes a label whoever set it (an apply cannot)
+            kube.patch_labels("v1", "Node", node_name, {key: None for key in labels if key not in kept},
+                              dry_run=check_mode)
     return {
         "changed": bool(changes), "selected": report, "changed_nodes": [name for name, dummy, dummy2 in changes],
         "diff": [{"before_header": "Node %s labels" % name, "after_header": "Node %s labels" % name,
                   "before": "".join("%s: %s\n" % (k, before[k]) for k in sorted(before) if before[k] is not None),
-                  "after": "".join("%s: %s\n" % (k, labels[k]) for k in sorted(labels))}
+                  "after": "".join("%s: %s\n" % (k, labels[k]) for k in sorted(labels) if labels[k] is not None)}
                  for name, labels, before in changes],
     }
 
