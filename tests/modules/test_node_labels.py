@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_labels as node_labels_domain
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import node_labels as node_labels_domain
 
 from tests.fakes.gpu_operator import gpu_node
 from tests.modules.harness import run_module

@@ -1,8 +1,8 @@
 """The pure plan of a pinned release: request validation, values coalescing, the plan table."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import helm_release as d
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import helm_release_records as records
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm import helm_pinned_release as d
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm import records
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 
 BASE = {

@@ -3,13 +3,14 @@
 # Apache License 2.0 (see LICENSE)
 """params + host facts + what the cluster shows -> the driver owner, for gpu_driver_mode.
 
-Private to the collection: not a public API. The decision is domain/driver_mode.py (pure); this
+Private to the collection: not a public API. The decision is domain/drivers/gpu_driver_mode.py (pure); this
 file only gathers the cluster's evidence (reads, never writes) and merges it with the host facts.
 """
 
 from __future__ import annotations
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_mode, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode as driver_mode
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 CLUSTER_POLICY = ("nvidia.com/v1", "ClusterPolicy")

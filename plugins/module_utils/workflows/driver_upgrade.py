@@ -4,16 +4,17 @@
 """params -> read nodes, driver DaemonSets and pods -> follow the upgrade states -> result, for gpu_driver_upgrade.
 
 Private to the collection: not a public API. Read only: nothing is written to the cluster. The pure parts
-(states, verdicts, messages) are in domain/driver_upgrade_state.py, the inputs' checks in
-domain/driver_upgrade.py. The clock is injectable.
+(states, verdicts, messages) are in domain/drivers/gpu_driver_upgrade_state.py, the inputs' checks in
+domain/drivers/gpu_driver_upgrade.py. The clock is injectable.
 """
 
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube_wait import RealClock
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade as domain
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade_state as upgrade_state
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_upgrade as domain
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
+    gpu_driver_upgrade_state as upgrade_state)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError
 
 DEFAULT_NODE_SELECTOR = "nvidia.com/gpu.present=true"

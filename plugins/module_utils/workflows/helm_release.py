@@ -3,8 +3,8 @@
 # Apache License 2.0 (see LICENSE)
 """params -> plan -> apply -> result for helm_pinned_release.
 
-Private to the collection: not a public API. Ties the pure domain (domain/helm_release.py, helm_release_records.py,
-domain/gitops.py) to the adapters (helm, kube, render). No Ansible imports: the module passes
+Private to the collection: not a public API. Ties the pure domain (domain/helm/helm_pinned_release.py, records.py,
+domain/gitops/flux_argocd.py) to the adapters (helm, kube, render). No Ansible imports: the module passes
 in factories for the adapters, so tests can drive this with real helm against the fake API.
 """
 
@@ -18,9 +18,10 @@ import tarfile
 import tempfile
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import render as render_adapter
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops, version_parse
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import helm_release as domain
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import helm_release_records as records
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import flux_argocd as gitops
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import version_parse
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm import helm_pinned_release as domain
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm import records
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError, ToolError
 
 try:

@@ -7,7 +7,7 @@ Private to the collection: not a public API. The smoke_test module is a thin doo
 
 - On the cluster: objects left by an interrupted earlier run are removed first, then the check's
   objects are created, its pods waited for (with a time-out, on an injectable clock), their logs
-  read and judged by ``domain.smoke_checks``, and everything the check created is deleted again, pass or
+  read and judged by ``domain.smoke.checks``, and everything the check created is deleted again, pass or
   fail (``workflows.smoke_pods``). A pod that never leaves Pending ends in a failed result that says why the
   scheduler or kubelet held it (the time-out path), not in a hang.
 - Check mode creates nothing: each object goes through server-side dry-run, so a wrong field or
@@ -18,16 +18,19 @@ Private to the collection: not a public API. The smoke_test module is a thin doo
   cluster that key goes only into the run's Secret, deleted with the run; it is never returned or logged.
 
 The result is ``{layer, check, object, passed, reason, evidence, skipped_reason}``, the shape
-``domain.smoke.summary`` reads. The allocatable check is ``workflows.smoke_allocatable``.
+``domain.smoke.plan.summary`` reads. The allocatable check is ``workflows.smoke_allocatable``.
 """
 
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import ssh_keys
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube_wait import WaitTimeout, wait_for
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    gitops, smoke, smoke_checks, smoke_nccl, smoke_nccl_check, smoke_objects, validate)
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects as objects_domain
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import flux_argocd as gitops
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import (
+    plan as smoke, checks as smoke_checks, nccl as smoke_nccl, nccl_check as smoke_nccl_check, objects as
+    smoke_objects)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import objects as objects_domain
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import manifests
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows.smoke_allocatable import (
@@ -88,7 +91,7 @@ def _objects(params):
 
 
 def build(params):
-    """The check's objects from the module's parameters (validated by ``domain.smoke_objects``), their pods pulling with
+    """The check's objects from the module's parameters (validated by ``domain.smoke.objects``), their pods pulling with
     ``image_pull_secrets``; errors name the option."""
     check = params.get("check")
     if check not in CHECKS:

@@ -9,7 +9,9 @@ Private to the collection: not a public API. Pure: the caller reads the Node obj
 
 from __future__ import annotations
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig, smoke_checks, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.mig import layouts as mig
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import checks as smoke_checks
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 GPU_COUNT_LABEL = "nvidia.com/gpu.count"

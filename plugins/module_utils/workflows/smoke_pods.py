@@ -11,7 +11,8 @@ an injectable clock), not in a hang; ``pod_state`` says why the scheduler or kub
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube_wait import WaitTimeout, wait_for
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops, smoke_objects
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import flux_argocd as gitops
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import objects as smoke_objects
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ToolError
 
 FINISHED = ("Succeeded", "Failed")
