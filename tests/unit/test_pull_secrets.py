@@ -13,7 +13,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.networ
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import peermem
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import objects, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke as flow
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke_test as flow
 from tests.unit.test_dra import settings as dra_settings
 from tests.unit.test_driver_upgrade import settings as upgrade_settings
 

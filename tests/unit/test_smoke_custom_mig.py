@@ -7,7 +7,8 @@ import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import plan as smoke
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke_allocatable
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import (
+    smoke_test_allocatable as smoke_allocatable)
 
 CONFIG = {"version": "v1", "mig-configs": {
     "all-disabled": [{"devices": "all", "mig-enabled": False}],

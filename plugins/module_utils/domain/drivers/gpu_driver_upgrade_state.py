@@ -5,7 +5,7 @@
 Nodes, driver pods and DaemonSets, the verdict on one read, and following it over time (pure).
 
 Private to the collection: not a public API. Standard library only, no I/O. The workflow
-(workflows/driver_upgrade.py) reads the cluster and keeps the clock; the policy values are ``domain.drivers.gpu_driver_upgrade``.
+(workflows/gpu_driver_upgrade.py) reads the cluster and keeps the clock; the policy values are ``domain.drivers.gpu_driver_upgrade``.
 
 Facts (NVIDIA k8s-operator-libs, package ``upgrade``; GPU Operator docs, "GPU Driver Upgrades"):
 the operator's upgrade controller walks every GPU node through states kept in the node label

@@ -4,7 +4,7 @@
 """Pure logic of a pinned Helm release: validation, chart sources, values, and the plan.
 
 Private to the collection: not a public API. Pure: standard library only, no I/O.
-The workflow (workflows/helm_release.py) feeds it what the adapters read; what Helm recorded (release Secrets,
+The workflow (workflows/helm_pinned_release.py) feeds it what the adapters read; what Helm recorded (release Secrets,
 ``helm list`` entries) is read in ``domain.helm.records``.
 """
 

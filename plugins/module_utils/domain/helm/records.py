@@ -5,7 +5,7 @@
 into plain dicts (pure).
 
 Private to the collection: not a public API. Pure: standard library only, no I/O.
-The workflow (workflows/helm_release.py) feeds it what the adapters read; ``domain.helm.helm_pinned_release`` plans from it.
+The workflow (workflows/helm_pinned_release.py) feeds it what the adapters read; ``domain.helm.helm_pinned_release`` plans from it.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Private to the collection: not a public API. The smoke_test module is a thin doo
 - On the cluster: objects left by an interrupted earlier run are removed first, then the check's
   objects are created, its pods waited for (with a time-out, on an injectable clock), their logs
   read and judged by ``domain.smoke.checks``, and everything the check created is deleted again, pass or
-  fail (``workflows.smoke_pods``). A pod that never leaves Pending ends in a failed result that says why the
+  fail (``workflows.smoke_test_pods``). A pod that never leaves Pending ends in a failed result that says why the
   scheduler or kubelet held it (the time-out path), not in a hang.
 - Check mode creates nothing: each object goes through server-side dry-run, so a wrong field or
   a missing CRD shows before anything runs.
@@ -18,7 +18,7 @@ Private to the collection: not a public API. The smoke_test module is a thin doo
   cluster that key goes only into the run's Secret, deleted with the run; it is never returned or logged.
 
 The result is ``{layer, check, object, passed, reason, evidence, skipped_reason}``, the shape
-``domain.smoke.plan.summary`` reads. The allocatable check is ``workflows.smoke_allocatable``.
+``domain.smoke.plan.summary`` reads. The allocatable check is ``workflows.smoke_test_allocatable``.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core i
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import objects as objects_domain
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import manifests
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows.smoke_allocatable import (
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows.smoke_test_allocatable import (
     allocatable_inputs, allocatable_verdict, label_selector)
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows.smoke_pods import (
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows.smoke_test_pods import (
     FINISHED, STARTED, _held, _log, _phase, _pods, _wait_pods, pod_state, remove)
 
 CHECKS = (smoke_objects.CUDA, smoke_objects.DRA, smoke_objects.GANG, smoke_objects.NCCL, "allocatable")

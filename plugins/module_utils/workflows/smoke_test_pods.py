@@ -2,7 +2,7 @@
 # Copyright: gpu_platform.cluster contributors
 # Apache License 2.0 (see LICENSE)
 """The pods of one smoke test on the cluster: find them, wait for them, say why one is held, read its log, and
-delete the test's objects. Used by ``workflows.smoke``.
+delete the test's objects. Used by ``workflows.smoke_test``.
 
 Private to the collection: not a public API. A pod that never leaves Pending ends the wait at the time-out (on
 an injectable clock), not in a hang; ``pod_state`` says why the scheduler or kubelet held it.

@@ -2,7 +2,7 @@
 # Copyright: gpu_platform.cluster contributors
 # Apache License 2.0 (see LICENSE)
 """The allocatable smoke test: what each node should advertise (exact counts, per-GPU counts times the node's
-GPUs, or what a MIG layout gives) and the verdict on what it does. Used by ``workflows.smoke``.
+GPUs, or what a MIG layout gives) and the verdict on what it does. Used by ``workflows.smoke_test``.
 
 Private to the collection: not a public API. Pure: the caller reads the Node objects and polls.
 """
