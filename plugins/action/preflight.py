@@ -2,7 +2,7 @@
 # Copyright: gpu_platform.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """gpu_platform.cluster.preflight: every enabled layer's inputs checked in one pass, every mistake on a line of its
-own (plugins/modules/preflight.py documents it; the verdict is module_utils/domain/preflight.py).
+own (plugins/modules/preflight.py documents it; the verdict is module_utils/domain/platform/preflight.py).
 
 Thin: it reads the variables the task names and hands them to what already checks them - Ansible's argument spec
 validator for the roles' meta/argument_specs.yml, each module's own ``request()`` for the options a role gives it,
@@ -23,7 +23,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import preflight
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import preflight
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
 from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.data import plain
 from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import ERROR_ATTRIBUTE

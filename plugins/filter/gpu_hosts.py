@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import host_driver, peermem
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import host_driver, peermem
 from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import user_errors
 
 

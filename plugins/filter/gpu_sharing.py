@@ -1,14 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_platform.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The gpu_sharing role's plan; the logic is in module_utils/domain (sharing_plan.py, sharing.py)."""
+"""The gpu_sharing role's plan; the logic is in module_utils/domain/sharing (plan.py, pools.py)."""
 
 from __future__ import annotations
 
 import json
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import render as render_adapter
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig_custom, sharing, sharing_plan
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.mig import custom as mig_custom
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.sharing import (
+    pools as sharing, plan as sharing_plan)
 from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import user_errors
 
 

@@ -5,8 +5,13 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    dra, monitoring_plan, objects, scheduling, scheduling_flavors, sharing_plan, smoke)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import dra_driver as dra
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.monitoring import plan as monitoring_plan
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import objects
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.scheduling import (
+    queues as scheduling, flavors as scheduling_flavors)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.sharing import plan as sharing_plan
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import plan as smoke
 from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import user_errors
 
 
@@ -62,7 +67,7 @@ def namespace_objects(names, labels=None):
 
 @user_errors
 def smoke_tests_plan(settings, sharing_pools=None, mig_config=None):
-    """The smoke tests of the chosen layers (``domain.smoke.plan``), with the gpu_sharing pools validated first
+    """The smoke tests of the chosen layers (``domain.smoke.plan.plan``), with the gpu_sharing pools validated first
     (against the sharing layer's custom mig-parted config, when it has one)."""
     return smoke.plan(dict(settings, sharing_pools=sharing_plan.pool_dicts(sharing_pools, mig_config),
                            mig_config=mig_config or None))
@@ -70,13 +75,13 @@ def smoke_tests_plan(settings, sharing_pools=None, mig_config=None):
 
 @user_errors
 def smoke_tests_collect(loop_results):
-    """Verdicts and errors from a loop of smoke_test tasks (``domain.smoke.collect``)."""
+    """Verdicts and errors from a loop of smoke_test tasks (``domain.smoke.plan.collect``)."""
     return smoke.collect(loop_results)
 
 
 @user_errors
 def smoke_tests_summary(results):
-    """One line per layer and the verdict (``domain.smoke.summary``)."""
+    """One line per layer and the verdict (``domain.smoke.plan.summary``)."""
     return smoke.summary(results)
 
 

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_platform.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Platform-wide filters; the logic is in module_utils/domain (versions.py, platform_support.py, platform_settings.py,
-bundle.py, images.py, node_labels.py)."""
+"""Platform-wide filters; the logic is in module_utils/domain (platform/versions.py, platform/support.py,
+platform/settings.py, gitops/gitops_bundle.py, core/images.py, nodes/node_labels.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ import os
 
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    bundle, images, node_labels, platform_settings, platform_support, versions)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import gitops_bundle as bundle
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import images
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import node_labels
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import (
+    settings as platform_settings, support as platform_support, versions)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
 from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import user_errors
 
@@ -70,7 +73,7 @@ def chart_image_mirrors(chart, mirrors, field=images.FIELD):
 @user_errors
 def platform_check(settings):
     """The platform-level settings checked in one pass, every error reported at once (playbooks/checks.yml);
-    see ``domain.platform_settings.check``."""
+    see ``domain.platform.settings.check``."""
     return platform_settings.check(settings)
 
 

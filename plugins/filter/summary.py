@@ -1,11 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_platform.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The platform summary filter; the wording is in module_utils/domain/summary.py."""
+"""The platform summary filter; the wording is in module_utils/domain/platform/summary.py."""
 
 from __future__ import annotations
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import summary
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import summary
 from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import user_errors
 
 

@@ -1,12 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_platform.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of playbooks/uninstall.yml and the runtime backup; the logic is in module_utils/domain (uninstall.py,
-loop_results.py)."""
+"""Filters of playbooks/uninstall.yml and the runtime backup; the logic is in module_utils/domain (uninstall/plan.py,
+core/loop_results.py)."""
 
 from __future__ import annotations
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import loop_results, uninstall
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import loop_results
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.uninstall import plan as uninstall
 from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import user_errors
 
 

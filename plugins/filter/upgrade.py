@@ -1,11 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpu_platform.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of playbooks/upgrade.yml; the logic is in module_utils/domain/driver_upgrade.py."""
+"""Filters of playbooks/upgrade.yml; the logic is in module_utils/domain/drivers/gpu_driver_upgrade.py."""
 
 from __future__ import annotations
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
+    gpu_driver_upgrade as driver_upgrade)
 from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import user_errors
 
 

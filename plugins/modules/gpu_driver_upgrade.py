@@ -179,7 +179,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpu_platform.cluster.plugins.module_utils import args as shared
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.ansible_run import execute
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import driver_upgrade
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import gpu_driver_upgrade as driver_upgrade
 
 ARGUMENT_SPEC = shared.combine(
     shared.KUBE_AUTH, shared.WAIT,

@@ -104,7 +104,7 @@ import platform
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import host_facts
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_host_facts as host_facts
 
 FACTS_FILE = "etc/ansible/facts.d/gpu_platform_driver.fact"
 ARGUMENT_SPEC = {"node_name": {"type": "str"}, "root": {"type": "path", "default": "/"},

@@ -270,7 +270,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils import args a
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.helm import Helm, find_helm, kube_flags
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.ansible_run import execute
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import helm_release
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import helm_pinned_release as helm_release
 
 ARGUMENT_SPEC = shared.combine(
     shared.KUBE_AUTH, shared.WAIT, shared.RENDER,

@@ -8,7 +8,7 @@ import subprocess
 
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import bundle
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import gitops_bundle as bundle
 from tests.fakes.charts import HELM3, helm_env
 from tests.local_cluster import ROOT
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import bundle
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import gitops_bundle as bundle
 from tests.cluster.argocd_cluster import Bundle, Cluster, describe, group_of
 from tests.conftest import SHARED
 from tests.fakes.charts import helm_env

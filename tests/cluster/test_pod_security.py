@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import dra, smoke_objects
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import dra_driver as dra
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import objects as smoke_objects
 from tests.local_cluster import kubectl
 
 pytestmark = pytest.mark.slow

@@ -417,7 +417,7 @@ CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"
 
 def _kai_gang(members, gpus=1):
     """smoke_objects.gang_job("kai"): a PodGroup of minMember ``members`` and its pods, each asking ``gpus`` GPUs."""
-    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke_objects
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import objects as smoke_objects
     objects = smoke_objects.gang_job("kai", "vision", CUDA_IMAGE, replicas=members, queue="vision")
     for obj in objects[1:]:
         obj["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = str(gpus)

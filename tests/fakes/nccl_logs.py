@@ -1,7 +1,7 @@
 """nccl-tests logs as a two-node ``all_reduce_perf`` run with NCCL_DEBUG=INFO prints them (16 ranks, H100).
 
 Shared by the smoke domain's unit tests and the simulated smoke pods. Written for these tests in the
-format nccl-tests and NCCL print (see plugins/module_utils/domain/smoke_nccl_check.py for the facts).
+format nccl-tests and NCCL print (see plugins/module_utils/domain/smoke/nccl_check.py for the facts).
 """
 
 W0 = "gpu-platform-smoke-nccl-worker-0"

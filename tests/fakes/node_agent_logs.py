@@ -8,7 +8,7 @@ write these as the pod's log; KWOK serves them).
 * ``gang_member``: the member's line with its pod's real start time.
 
 The formats are nccl-tests', NCCL's and nvidia-smi's (``tests/fakes/nccl_logs.py`` and
-``plugins/module_utils/domain/smoke_checks.py`` hold the facts); the numbers are derived, not canned.
+``plugins/module_utils/domain/smoke/checks.py`` hold the facts); the numbers are derived, not canned.
 """
 
 from . import nccl_logs

@@ -309,7 +309,7 @@ def test_the_dra_kubelet_plugin_pointed_at_the_wrong_driver_root_never_starts(fa
 # ---------------------------------------------------------------- the smoke pods' logs, judged by the collection
 
 def test_nvidia_smi_lists_the_gpus_the_pod_holds_and_fails_without_a_driver():
-    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke_checks
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import checks as smoke_checks
     text = node_agent_logs.nvidia_smi(H100_AKS, 2, "580.126.20")
     assert text.count("NVIDIA H100 80GB HBM3") == 2
     assert smoke_checks.check_nvidia_smi(text)["passed"] is True
@@ -319,7 +319,8 @@ def test_nvidia_smi_lists_the_gpus_the_pod_holds_and_fails_without_a_driver():
 
 
 def test_nccl_shows_gdrdma_only_when_nothing_blocks_it_at_the_bandwidth_of_the_nics():
-    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke_nccl_check
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import (
+        nccl_check as smoke_nccl_check)
     bandwidth = node_agent_logs.busbw([H100_AKS, H100_AKS])
     assert bandwidth == 360.0  # 8 NDR ConnectX-7 at 45 GB/s each
     assert node_agent_logs.busbw([H100_AKS, hardware("a100", nic="cx6-ib", nics=1)]) == 22.5  # the slower node decides
@@ -334,7 +335,7 @@ def test_nccl_shows_gdrdma_only_when_nothing_blocks_it_at_the_bandwidth_of_the_n
 
 
 def test_a_gang_member_prints_its_pods_start_time():
-    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke_checks
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import checks as smoke_checks
     text = node_agent_logs.gang_member("2026-11-26T12:00:03Z", "n-1")
     assert smoke_checks.start_time_from_log(text) == "2026-11-26T12:00:03Z"
 

@@ -4,7 +4,7 @@ The test bodies are the same for the fake API server and a real one (see conftes
 through the kubernetes client, never from the fake's store. Each test works in its own throwaway namespace."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.driver_mode import DRIVER_POD_SELECTORS
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers.gpu_driver_mode import DRIVER_POD_SELECTORS
 from tests.integration.conftest import TEST_LABEL
 from tests.integration.modules_cluster_helpers import ok, run
 

@@ -6,7 +6,7 @@ import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import driver_upgrade as workflow
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import gpu_driver_upgrade as workflow
 from ansible_collections.gpu_platform.cluster.plugins.modules import gpu_driver_upgrade
 from tests.fakes.clock import FakeClock
 from tests.fakes.controllers import default_controllers

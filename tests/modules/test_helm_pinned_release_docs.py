@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.modules import helm_pinned_release as mod
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import helm_release
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import helm_pinned_release as helm_release
 from tests.modules.harness import run_module
 
 FQCN = "gpu_platform.cluster.helm_pinned_release"

@@ -188,7 +188,7 @@ def test_missing_skip_patches_only_objects_that_exist(api):
 
 
 def test_a_secrets_data_never_reaches_the_diff_but_a_change_is_named(api):
-    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gpu_operator
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import gpu_operator
     creds = [{"name": "ngc", "registry": "nvcr.io", "username": "$oauthtoken", "password": "s3cr3t-token"}]
     secrets = gpu_operator.pull_secrets(creds, "team-a")
     failed, first = run(api, diff=True, objects=[OBJECTS[0]] + secrets)

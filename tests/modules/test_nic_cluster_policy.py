@@ -183,7 +183,8 @@ def test_render_ipam_to_puts_the_ippool_in_a_folder_of_its_own(tmp_path, shared_
 
 def test_examples_validate_and_the_render_example_runs(tmp_path, shared_dir, monkeypatch):
     from ansible_collections.gpu_platform.cluster.plugins.modules import nic_cluster_policy as mod
-    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy_validate
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
+        nic_cluster_policy_validate as nic_policy_validate)
     tasks = [t["gpu_platform.cluster.nic_cluster_policy"] for t in yaml.safe_load(mod.EXAMPLES)
              if "gpu_platform.cluster.nic_cluster_policy" in t]
     for params in tasks:

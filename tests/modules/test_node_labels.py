@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_labels as node_labels_domain
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import node_labels as node_labels_domain
 
 from tests.fakes.gpu_operator import gpu_node
 from tests.modules.harness import run_module
@@ -114,7 +114,7 @@ def test_an_empty_pool_is_allowed_when_asked(api):
 def test_every_example_runs_on_the_fake_cluster(api, tmp_path):
     from ansible_collections.gpu_platform.cluster.plugins.modules import node_labels
     tasks = yaml.safe_load(node_labels.EXAMPLES)
-    assert len(tasks) == 3
+    assert len(tasks) == 4
     for task in tasks:
         params = dict(task["gpu_platform.cluster.node_labels"])
         if "render_to" in params:

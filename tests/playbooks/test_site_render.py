@@ -7,7 +7,7 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import bundle as bundle_domain
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import gitops_bundle as bundle_domain
 from tests.fakes.charts import TOOLS_BIN
 from tests.playbooks.conftest import bundle, kustomizations
 from tests.schema import crdschema, pinned_charts

@@ -8,7 +8,7 @@ import sys
 
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import uninstall
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.uninstall import plan as uninstall
 from tests.playbooks.conftest import ROOT
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,10 @@ import pytest
 import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import render
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import bundle, gitops, helm_release
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import (
+    gitops_bundle as bundle, flux_argocd as gitops)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm import (
+    helm_pinned_release as helm_release)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import gitops_bundle
 from scripts.local_cluster.build import cache_root, flux_pins
 from tests.schema import crdschema

@@ -12,7 +12,9 @@ import kubernetes.client
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import dra, driver_mode, gpu_operator
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import (
+    dra_driver as dra, gpu_operator)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode as driver_mode
 from tests.schema import crdschema, pinned_charts
 
 # The pinned chart (dra_driver_chart_version, from its source archive) and the renamed 0.4.0 chart it would move to.

@@ -10,7 +10,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
+    gpu_driver_upgrade as driver_upgrade)
 from tests.schema import crdschema, pinned_charts
 
 POLICIES = [

@@ -5,11 +5,11 @@ import itertools
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gpu_operator
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import gpu_operator
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.schema import crdschema, pinned_charts
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_mode
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode as driver_mode
 
 
 def decided(mode, rdma=False, mofed=False, nodes=(), cluster=None, cloud="unknown"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import images
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import images
 from tests.schema import crdschema, pinned_charts
 
 CHARTS = ("gpu-operator", "network-operator", "nvidia-dra-driver-gpu")

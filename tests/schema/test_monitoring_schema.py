@@ -22,7 +22,8 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import monitoring, monitoring_metrics
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.monitoring import (
+    objects as monitoring, metrics as monitoring_metrics)
 from tests.schema import crdschema, pinned_charts
 from tests.unit.dashboard_checker import brackets_error
 

@@ -14,7 +14,8 @@ import json
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy_render, nic_policy_validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
+    nic_cluster_policy_render as nic_policy_render, nic_cluster_policy_validate as nic_policy_validate)
 from tests.schema import crdschema
 
 REPOSITORY = "Azure/aks-rdma-infiniband"

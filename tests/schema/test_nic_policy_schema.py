@@ -12,8 +12,9 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    nic_policy, nic_policy_render, nic_policy_validate)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
+    nic_cluster_policy as nic_policy, nic_cluster_policy_render as nic_policy_render, nic_cluster_policy_validate as
+    nic_policy_validate)
 from tests.schema import crdschema, pinned_charts
 
 

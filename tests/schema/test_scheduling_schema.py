@@ -13,7 +13,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import scheduling
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.scheduling import queues as scheduling
 from tests.schema import crdschema
 
 H100 = {"name": "h100", "gpu_product": "NVIDIA-H100-80GB-HBM3",

@@ -22,8 +22,9 @@ import pytest
 import yaml
 from kubernetes import client as k8s_client
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke_nccl, smoke_objects
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke as smoke_workflow
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import (
+    nccl as smoke_nccl, objects as smoke_objects)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke_test as smoke_workflow
 from tests.schema import crdschema
 
 NS = "gpu-smoke"

@@ -1,7 +1,7 @@
 """Fixtures shared by the unit tests: the monitoring layer's Grafana dashboard, with default and custom thresholds."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import monitoring
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.monitoring import objects as monitoring
 from tests.unit.dashboard_checker import CUSTOM
 
 

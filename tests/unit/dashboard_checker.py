@@ -2,8 +2,8 @@
 the dashboard tests."""
 import re
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    monitoring, monitoring_metrics, monitoring_panels)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.monitoring import (
+    objects as monitoring, metrics as monitoring_metrics, panels as monitoring_panels)
 
 NS = "gpu-operator"
 CUSTOM = {"temperature_celsius": 80.5, "memory_ratio": 0.9, "for_minutes": 3, "xid_window_minutes": 15}

@@ -3,7 +3,7 @@
 import copy
 import itertools
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_mode
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode as driver_mode
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import Refusal
 
 VERSION = "535.247.01"

@@ -2,7 +2,7 @@
 checker, and mig-parted configs."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.mig import layouts as mig
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 PRODUCTS = list(mig.CATALOG)

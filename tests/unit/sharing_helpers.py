@@ -2,7 +2,7 @@
 pools and of a validated pool list."""
 import copy
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import sharing
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.sharing import pools as sharing
 
 TS = {"name": "inference", "node_selector": {"nodepool": "inference"}, "sharing": "time-slicing", "replicas": 4}
 WHOLE = {"name": "training", "node_selector": {"nodepool": "training"}, "sharing": "none"}

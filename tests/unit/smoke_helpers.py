@@ -1,5 +1,5 @@
 """Shared data of the smoke_tests domain tests: the namespace and images, gang pods, a check result, and plan settings."""
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import plan as smoke
 
 NS = "gpu-smoke"
 CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"

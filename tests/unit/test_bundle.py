@@ -1,7 +1,7 @@
 """The GitOps bundle's layout (pure): units, their order, Flux Kustomizations and Argo CD sync waves."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import bundle
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import gitops_bundle as bundle
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 EVERY = {unit: ["%s.yaml" % unit] for unit in bundle.UNITS}

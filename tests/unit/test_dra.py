@@ -4,7 +4,8 @@ import copy
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import dra, versions
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import dra_driver as dra
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import versions
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 BASE = {"enabled": True, "driver_root": "/", "gpus_enabled": True, "compute_domains_enabled": False,

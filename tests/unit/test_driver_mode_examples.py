@@ -2,7 +2,8 @@
 bad inputs."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_mode, host_facts
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
+    gpu_driver_mode as driver_mode, gpu_host_facts as host_facts)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 from tests.unit.driver_mode_oracle import OUTER, POLICIES, SMI, ev, facts, make_node
 

@@ -7,9 +7,11 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_mode, gpu_operator
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade as du
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import driver_upgrade_state as du_state
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode as driver_mode
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import gpu_operator
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_upgrade as du
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
+    gpu_driver_upgrade_state as du_state)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 F = "gpu_operator_driver_upgrade_policy"

@@ -1,8 +1,8 @@
 """Flux and Argo CD rendering of a pinned release (pure)."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import helm_release as d
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import flux_argocd as gitops
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm import helm_pinned_release as d
 
 BASE = {"release_name": "gpu-operator", "release_namespace": "gpu-operator", "chart_ref": "gpu-operator",
         "chart_repo_url": "https://helm.ngc.nvidia.com/nvidia/", "chart_version": "v26.7.0",

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gpu_operator as domain
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import gpu_operator as domain
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 

@@ -1,8 +1,8 @@
 """The pure plan of a pinned release: request validation, values coalescing, the plan table."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import helm_release as d
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import helm_release_records as records
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm import helm_pinned_release as d
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm import records
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 
 BASE = {
@@ -224,7 +224,7 @@ def test_a_release_record_helm_did_not_write_is_refused(data):
 
 
 def test_the_reader_is_helm_for_other_storage_drivers_and_unreadable_records():
-    from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import helm_release as w
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import helm_pinned_release as w
 
     class Kube:
         def __init__(self, secrets):

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import host_driver
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import host_driver
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 OWNER = "gpu_platform.cluster.host_driver"

@@ -3,7 +3,7 @@ dpkg-query and rpm output and PCI attributes, which package names count as a dri
 the summary gpu_driver_mode reads."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import host_facts
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_host_facts as host_facts
 
 # Real /proc/driver/nvidia/version texts (two lines each; the second is the compiler).
 PROPRIETARY = ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.247.01  Sat Apr 26 00:45:16 UTC 2025\n"
@@ -324,7 +324,7 @@ def test_os_info_from_os_release(text, debian_version, expected):
 
 def test_os_info_feeds_the_host_driver_plan():
     """The OS read from /etc/os-release is what host_driver plans from (Debian 12: branch 535 from non-free)."""
-    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import host_driver
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import host_driver
     got = host_driver.plan(host_facts.os_info(DEBIAN_OS_RELEASE, "x86_64", "6.1.0-28-amd64", "12.11"),
                            {"branch": "535", "source": "distribution", "kernel_headers": False,
                             "debian_mirror": "http://deb.debian.org/debian",

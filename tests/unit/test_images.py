@@ -1,9 +1,11 @@
-"""Image registry mirrors (module_utils/domain/images.py): the map's rules and the rewrite that keeps the pins."""
+"""Image registry mirrors (module_utils/domain/core/images.py): the map's rules and the rewrite that keeps the pins."""
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import images, nic_policy_render, nic_policy_validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import images
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
+    nic_cluster_policy_render as nic_policy_render, nic_cluster_policy_validate as nic_policy_validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 MIRRORS = {"nvcr.io": "harbor.example.com/nvcr", "docker.io": "harbor.example.com:8443/hub"}

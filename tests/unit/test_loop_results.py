@@ -1,5 +1,5 @@
 """loop_results: registered stat and find loop results as the domain's plain inputs."""
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import loop_results
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import loop_results
 
 STATS = [{"item": "/etc/containerd/config.toml", "stat": {"exists": True, "checksum": "ab", "mode": "0644"}},
          {"item": "/etc/containerd/gone.toml", "stat": {"exists": False}},

@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig, mig_catalog
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.mig import (
+    layouts as mig, catalog as mig_catalog)
 
 DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "mig_catalog.md"
 

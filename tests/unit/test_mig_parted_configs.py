@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.mig import layouts as mig
 from tests.unit.mig_helpers import FILTERED, GOOD_CONFIG, config, refused
 
 

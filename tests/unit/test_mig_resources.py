@@ -1,7 +1,7 @@
 """Tests of the MIG domain's resources of a config and of when a MIG mode change may need a reboot."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.mig import layouts as mig
 from tests.unit.mig_helpers import FILTERED, GOOD_CONFIG, refused
 
 

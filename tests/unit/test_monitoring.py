@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import monitoring, monitoring_metrics, monitoring_panels
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.monitoring import (
+    objects as monitoring, metrics as monitoring_metrics, panels as monitoring_panels)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 NS = "gpu-operator"

@@ -5,7 +5,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import monitoring
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.monitoring import objects as monitoring
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.unit.dashboard_checker import NS
 

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import monitoring, monitoring_panels
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.monitoring import (
+    objects as monitoring, panels as monitoring_panels)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.unit.dashboard_checker import graph_panels
 

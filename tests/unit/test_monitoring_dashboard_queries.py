@@ -9,8 +9,8 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    monitoring, monitoring_metrics, monitoring_panels)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.monitoring import (
+    objects as monitoring, metrics as monitoring_metrics, panels as monitoring_panels)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.unit.dashboard_checker import CUSTOM, NS, dashboard_problems, graph_panels, panel, variable_exprs
 

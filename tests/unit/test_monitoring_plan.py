@@ -1,7 +1,8 @@
-"""monitoring_plan: the monitoring role's objects, from monitoring.py's parts."""
+"""monitoring_plan: the monitoring role's objects, from monitoring/objects.py's parts."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import monitoring, monitoring_plan
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.monitoring import (
+    objects as monitoring, plan as monitoring_plan)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 NS = "gpu-operator"

@@ -1,7 +1,7 @@
 """NFD before the NicClusterPolicy needs its labels (domain/platform_settings.check_nfd_placement)."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import platform_settings
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import settings as platform_settings
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 BASE = {"gpu_platform_network_mode": "sriov", "gpu_platform_nfd_in_gpu_operator": False,

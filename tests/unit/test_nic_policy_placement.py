@@ -1,7 +1,8 @@
 """Tests of the NicClusterPolicy domain's node placement (node affinity) and DOCA driver upgrade policy."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy_render, nic_policy_validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
+    nic_cluster_policy_render as nic_policy_render, nic_cluster_policy_validate as nic_policy_validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 BASE_POLICY = {"mode": "rdma_shared", "network_operator_version": "26.4.1", "ip_range": "192.168.100.0/24",

@@ -1,8 +1,8 @@
 """Tests of the NicClusterPolicy domain's pod wiring: pod resources and the example pod of each mode."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    nic_policy_render, nic_policy_validate, node_types)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
+    nic_cluster_policy_render as nic_policy_render, nic_cluster_policy_validate as nic_policy_validate, node_types)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.unit.nic_policy_helpers import params
 

@@ -1,5 +1,6 @@
 """Tests of the NicClusterPolicy domain's readiness: component states, policy readiness and descriptions."""
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
+    nic_cluster_policy as nic_policy)
 
 NOT_READY = {
     "metadata": {"name": "nic-cluster-policy"},

@@ -1,7 +1,8 @@
 """Tests of the NicClusterPolicy domain's refusals of bad input, each naming the field and the fix."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import nic_policy, nic_policy_validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
+    nic_cluster_policy as nic_policy, nic_cluster_policy_validate as nic_policy_validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.unit.nic_policy_helpers import params
 

@@ -1,7 +1,7 @@
 """The pure part of node_labels: requests checked (every bad input names its place), and which nodes change."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_labels as d
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import node_labels as d
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 DRA = {"nvidia.com/dra-kubelet-plugin": "true"}
@@ -56,7 +56,7 @@ def test_two_entries_that_disagree_on_a_node_are_refused():
 
 
 def test_a_bundles_patch_lists_become_node_labels_entries():
-    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_labels as domain
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import node_labels as domain
     entries = domain.from_patch_lists([
         ("gpu-sharing/gpu-sharing-node-labels.yaml", [{"kind": "NodeLabelPatchList", "patches": [
             {"selector": "nodepool=inference", "labels": {"nvidia.com/device-plugin.config": "inference"}},
@@ -84,7 +84,7 @@ def test_a_bundles_patch_lists_become_node_labels_entries():
      "u/x-node-labels.yaml#1[0].labels"),
 ])
 def test_a_bad_patch_list_is_refused_naming_the_file_and_patch(docs, field):
-    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_labels as domain
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import node_labels as domain
     with pytest.raises(ParamError) as err:
         domain.from_patch_lists([("u/x-node-labels.yaml", docs)])
     assert err.value.field.startswith(field), err.value.field

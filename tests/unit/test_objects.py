@@ -1,7 +1,7 @@
 """Comparing objects as the server returns them."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import objects
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 LIVE = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"}, "status": {"x": 1},

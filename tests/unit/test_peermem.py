@@ -7,7 +7,7 @@ import re
 import pytest
 from kubernetes import client as k8s_client
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import peermem
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import peermem
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.schema import crdschema
 

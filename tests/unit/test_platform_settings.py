@@ -1,7 +1,7 @@
 """platform_settings: the platform's shared settings checked in one pass, every mistake reported at once."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import platform_settings
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import settings as platform_settings
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import platform_support as ps
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import versions
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import support as ps
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import versions
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 
 ROOT = Path(__file__).resolve().parents[2]

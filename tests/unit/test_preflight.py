@@ -1,4 +1,4 @@
-"""The preflight's verdict (module_utils/domain/preflight.py): one line per mistake, under the inventory's names."""
+"""The preflight's verdict (module_utils/domain/platform/preflight.py): one line per mistake, under the inventory's names."""
 from __future__ import annotations
 
 import re
@@ -8,7 +8,8 @@ import pytest
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import preflight, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import preflight
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError
 from ansible_collections.gpu_platform.cluster.plugins.modules import nic_cluster_policy
 

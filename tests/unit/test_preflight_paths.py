@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.preflight import public, template_names
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform.preflight import public, template_names
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "gpu_platform.cluster."

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import dra, gpu_operator, nic_policy_validate, peermem
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import (
+    dra_driver as dra, gpu_operator)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
+    nic_cluster_policy_validate as nic_policy_validate)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import peermem
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import objects, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke as flow
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke_test as flow
 from tests.unit.test_dra import settings as dra_settings
 from tests.unit.test_driver_upgrade import settings as upgrade_settings
 

@@ -2,7 +2,7 @@
 field, one entry per kind, and the expressions mean what the CRDs' states mean."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import readiness
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import readiness
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 NIC = ("mellanox.com/v1alpha1", "NicClusterPolicy")

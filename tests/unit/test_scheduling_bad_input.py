@@ -2,7 +2,7 @@
 the problem and the fix."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import scheduling
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.scheduling import queues as scheduling
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.unit.scheduling_helpers import A100, H100, PROD, RESEARCH, SPEC, changed, spec_with
 

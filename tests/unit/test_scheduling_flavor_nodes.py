@@ -1,7 +1,7 @@
 """scheduling_flavors.unmatched_flavors: a Kueue flavor whose node labels no node carries, with GFD's renames named."""
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import scheduling
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.scheduling_flavors import unmatched_flavors
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.scheduling import queues as scheduling
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.scheduling.flavors import unmatched_flavors
 from ansible_collections.gpu_platform.cluster.plugins.filter.layers import FilterModule
 
 

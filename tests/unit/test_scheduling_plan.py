@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    scheduling, scheduling_flavors, scheduling_teams)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.scheduling import (
+    queues as scheduling, flavors as scheduling_flavors, teams as scheduling_teams)
 from tests.unit.scheduling_helpers import A100, H100, PROD, RESEARCH, SPEC, by_kind, changed, spec_with
 
 

@@ -5,7 +5,7 @@ import json
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import sharing
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.sharing import pools as sharing
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.unit.sharing_helpers import MIGP, TS, WHOLE, one, pool
 

@@ -8,7 +8,8 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_platform.cluster.plugins.filter.gpu_sharing import gpu_sharing_plan
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig_custom, sharing
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.mig import custom as mig_custom
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.sharing import pools as sharing
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.schema import crdschema, pinned_charts
 

@@ -2,7 +2,7 @@
 checks of MIG layouts and GPU products of pools."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import sharing
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.sharing import pools as sharing
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 from tests.unit.sharing_helpers import MIGP, TS, WHOLE, pool
 
@@ -38,7 +38,7 @@ def test_assign_nodes_refuses_overlapping_selectors():
 
 def test_label_requests_change_only_the_nodes_whose_config_label_differs():
     from ansible_collections.gpu_platform.cluster.plugins.filter import gpu_sharing as sharing_filters
-    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_labels
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import node_labels
     key = "nvidia.com/device-plugin.config"
     plan = sharing_filters.gpu_sharing_plan([
         {"name": "inference", "node_selector": {"nodepool": "inference"}, "sharing": "time-slicing", "replicas": 4},

@@ -1,7 +1,8 @@
 """sharing_plan: what the gpu_sharing role applies, assembled from its pools and custom mig-parted config."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import sharing, sharing_plan
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.sharing import (
+    pools as sharing, plan as sharing_plan)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 TS = {"name": "inference", "node_selector": {"zone": "b", "nodepool": "inference"}, "sharing": "time-slicing",

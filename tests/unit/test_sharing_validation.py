@@ -2,7 +2,8 @@
 the field and the fix)."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import sharing, sharing_pool
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.sharing import (
+    pools as sharing, pool as sharing_pool)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.unit.sharing_helpers import MIGP, TS, WHOLE, one, pool
 

@@ -2,7 +2,7 @@
 config hash and restart patch."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import sharing
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.sharing import pools as sharing
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.schema import crdschema, pinned_charts
 from tests.unit.sharing_helpers import MIGP, TS, WHOLE, one, pool

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import plan as smoke
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke_allocatable
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import (
+    smoke_test_allocatable as smoke_allocatable)
 
 CONFIG = {"version": "v1", "mig-configs": {
     "all-disabled": [{"devices": "all", "mig-enabled": False}],
@@ -60,7 +61,7 @@ def test_gfd_labels_after_a_single_strategy_layout_count_mig_devices_not_boards(
 def test_mig_profile_expects_the_boards_behind_gfds_mig_device_count():
     """A node already in all-1g.10gb (GFD: product -MIG-1g.10gb, count 56) moved to all-3g.40gb: 8 boards, 16
     instances; the same layout again: 56, not 392."""
-    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.mig import layouts as mig
     from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import mig_profile
     applied = {"metadata": {"name": "gpu-1", "labels": {
         "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb", "nvidia.com/gpu.count": "56",

@@ -7,7 +7,9 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_types, smoke, smoke_nccl, smoke_nccl_check
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import node_types
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import (
+    plan as smoke, nccl as smoke_nccl, nccl_check as smoke_nccl_check)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.fakes.nccl_logs import NCCL_IB_LOG
 from tests.unit.smoke_helpers import NCCL_IMAGE, NS, settings

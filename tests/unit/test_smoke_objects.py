@@ -6,9 +6,10 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import dra as dra_domain
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    smoke_checks, smoke_nccl, smoke_objects, validate)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import dra_driver as dra_domain
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import (
+    checks as smoke_checks, nccl as smoke_nccl, objects as smoke_objects)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
 from tests.unit.smoke_helpers import CUDA_IMAGE, DIGEST_IMAGE, NCCL_IMAGE, NS
 
 

@@ -1,7 +1,7 @@
 """Tests of the smoke_tests domain's plan (one test per layer and per sharing pool) and of collecting results."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import smoke
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import plan as smoke
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.unit.smoke_helpers import NS, POOLS, settings
 

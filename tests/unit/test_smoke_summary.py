@@ -1,8 +1,9 @@
 """Tests of the smoke_tests domain's per-layer summary and its refusals of bad inputs to the objects."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    smoke, smoke_checks, smoke_nccl, smoke_nccl_check, smoke_objects)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import (
+    plan as smoke, checks as smoke_checks, nccl as smoke_nccl, nccl_check as smoke_nccl_check, objects as
+    smoke_objects)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.fakes.nccl_logs import NCCL_IB_LOG, NCCL_SOCKET_LOG
 from tests.unit.smoke_helpers import CUDA_IMAGE, NCCL_IMAGE, NS, gang_pods, result

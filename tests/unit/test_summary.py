@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import summary
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import summary
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 RENDER_SKIP = "render mode: written to /srv/platform/smoke, not run"

@@ -1,9 +1,9 @@
-"""The uninstall plan, its guards and the host runtime backup/restore decisions (module_utils/domain/uninstall.py)."""
+"""The uninstall plan, its guards and the host runtime backup/restore decisions (module_utils/domain/uninstall/plan.py)."""
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import uninstall
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.uninstall import plan as uninstall
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 SETTINGS = {

@@ -1,7 +1,7 @@
 """Table-driven tests of the shared validators: every bad input names the field and the fix."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 

@@ -1,11 +1,15 @@
-"""The one version parser (domain/version_parse.py) and the callers that had their own before: the Network
+"""The one version parser (domain/core/version_parse.py) and the callers that had their own before: the Network
 Operator release of the NicClusterPolicy, the GPU Operator's Kubernetes check, the full driver version checks,
 exact chart versions and chart version equality. Each case pins what the caller did before the merge; the few
 inputs whose answer changed are marked as such."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    driver_upgrade, driver_upgrade_state, gpu_operator, nic_policy, nic_policy_validate, validate, version_parse)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
+    gpu_driver_upgrade as driver_upgrade, gpu_driver_upgrade_state as driver_upgrade_state)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import gpu_operator
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
+    nic_cluster_policy as nic_policy, nic_cluster_policy_validate as nic_policy_validate)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate, version_parse
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.schema.test_gpu_operator_values import BASE as GPU_OPERATOR
 

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import version_parse, versions
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import version_parse
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import versions
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 
 DOCS = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "versions.md")

@@ -16,8 +16,8 @@ import json
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube_retry import (
     CONNECT_TIMEOUT, READ_TIMEOUT, RETRIES, retry_policy)
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects as domain_objects
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.names import FIELD_MANAGER
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import objects as domain_objects
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core.names import FIELD_MANAGER
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError, ToolError
 
 

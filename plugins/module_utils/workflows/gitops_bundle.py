@@ -4,7 +4,7 @@
 """params -> plan -> write -> result for gitops_bundle.
 
 Private to the collection: not a public API. The units' manifests are listed and, for Flux's health checks, read
-(adapters/render.py), the layout that ties them together comes from domain/bundle.py, and only the files whose text
+(adapters/render.py), the layout that ties them together comes from domain/gitops/gitops_bundle.py, and only the files whose text
 differs are written.
 """
 
@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import render
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import bundle
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import gitops_bundle as bundle
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 SOURCE = "site.yml (docs/gitops.md)"
-# The platform variables domain/bundle.py names, as this module's options
+# The platform variables domain/gitops/gitops_bundle.py names, as this module's options
 OPTIONS = {"gpu_platform_flux_path": "flux_path", "gpu_platform_flux_source": "flux_source",
            "gpu_platform_render_format": "render_format"}
 

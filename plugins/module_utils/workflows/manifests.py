@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import render as render_adapter
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import gitops, validate
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects as domain_objects
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import flux_argocd as gitops
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import objects as domain_objects
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 
 STATES = ("present", "absent")

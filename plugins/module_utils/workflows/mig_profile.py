@@ -3,15 +3,18 @@
 # Apache License 2.0 (see LICENSE)
 """params -> validate every node -> batched rollout with waits -> result, for mig_profile.
 
-Private to the collection: not a public API. Pure parts: domain/mig.py (catalog, layouts) and
-domain/mig_rollout.py (node plans, batches, outcomes). The clock is injectable.
+Private to the collection: not a public API. Pure parts: domain/mig/layouts.py (catalog, layouts) and
+domain/mig/mig_profile.py (node plans, batches, outcomes). The clock is injectable.
 """
 
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import render as render_adapter
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube_wait import WaitTimeout, wait_for
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import mig, mig_rollout, node_labels, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.mig import (
+    layouts as mig, mig_profile as mig_rollout)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import node_labels
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError
 
 DISABLED = "all-disabled"

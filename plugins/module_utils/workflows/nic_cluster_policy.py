@@ -10,8 +10,11 @@ ties them to the kube and render adapters. The clock is injectable for tests.
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube_wait import WaitTimeout, wait_for
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import (
-    nic_policy, nic_policy_render, nic_policy_validate, objects as domain_objects, validate)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
+    nic_cluster_policy as nic_policy, nic_cluster_policy_render as nic_policy_render, nic_cluster_policy_validate as
+    nic_policy_validate)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import (
+    objects as domain_objects, validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import manifests
 

@@ -4,7 +4,7 @@
 """params -> plan -> apply -> result for node_labels.
 
 Private to the collection: not a public API. One LIST per selector (its count does not grow with the
-nodes), the plan from domain/node_labels.py, then one server-side apply of a label-only Node for each
+nodes), the plan from domain/nodes/node_labels.py, then one server-side apply of a label-only Node for each
 node whose labels differ (and a merge patch for the labels it removes); nodes that already carry the labels cost no
 request.
 """
@@ -12,8 +12,8 @@ request.
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import render
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_labels as domain
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import objects as domain_objects
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import node_labels as domain
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import objects as domain_objects
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 

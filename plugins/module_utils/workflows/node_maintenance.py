@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE)
 """params -> read the node and its pods -> plan -> cordon / evict / wait / uncordon -> result.
 
-Private to the collection: not a public API. The pure part is domain/node_maintenance.py.
+Private to the collection: not a public API. The pure part is domain/nodes/node_maintenance.py.
 Evictions go through the Eviction API (``pods/<name>/eviction``), so PodDisruptionBudgets are
 respected: a 429 is retried until the time-out. The clock is injectable (tests run on a fake one).
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import EvictionRefused
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube_wait import RealClock
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import node_maintenance as domain
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import node_maintenance as domain
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ParamError, Refusal
 
 

@@ -3,7 +3,7 @@ fake cluster, the objects a run left behind, and node builders for the allocatab
 import pathlib
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke as workflow
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke_test as workflow
 from tests.fakes.gpu_operator import gpu_node
 from tests.modules.harness import run_module
 

@@ -1,7 +1,7 @@
 """smoke_test on the fake cluster, allocatable checks: time-sliced replicas, MIG layouts and exact counts."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke as workflow
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke_test as workflow
 from tests.modules.smoke_test.helpers import mig_node, module, shared_node, workflow_run
 
 

@@ -2,7 +2,7 @@
 apart or not at all."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke as workflow
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke_test as workflow
 from tests.fakes.crds import DEFAULT_CRD_DIR
 from tests.fakes.gpu_operator import NVIDIA_SMI
 from tests.fakes.smoke import Outcome, gang_marker

@@ -3,7 +3,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke as workflow
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke_test as workflow
 from tests.fakes.gpu_operator import NVIDIA_SMI
 from tests.fakes.nccl_logs import NCCL_IB_LOG
 from tests.fakes.smoke import Outcome, gang_marker

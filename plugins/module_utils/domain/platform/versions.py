@@ -1,0 +1,347 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpu_platform.cluster contributors
+# Apache License 2.0 (see LICENSE)
+"""Version compatibility matrix: GPU Operator x Network Operator x Kubernetes x driver x features.
+
+Private to the collection: not a public API. Pure: standard library only, no I/O.
+
+The matrix is data (RULES, NOTES): every fact carries the source it was read from. Only facts
+that could be confirmed are here; a combination no fact speaks to is "unknown", never guessed.
+Preflight calls assert_supported(): a known-broken combination is refused with its source(s),
+an unknown one comes back as warnings, a known-good one is silent. docs/versions.md is the
+human-readable copy of this table. Versions and ranges are read by ``domain.core.version_parse``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import version_parse
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core.version_parse import VERSION_KEYS, in_range, parse_version
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
+
+KNOWN_GOOD = "known-good"
+KNOWN_BROKEN = "known-broken"
+UNKNOWN = "unknown"
+
+COMBO_KEYS = VERSION_KEYS + ("features",)
+FEATURES = ("rdma", "dra", "mig", "time-slicing")
+FEATURE_ALIASES = {"gpudirect": "rdma", "gpudirect-rdma": "rdma", "gdr": "rdma", "timeslicing": "time-slicing",
+                   "time_slicing": "time-slicing"}
+LABELS = dict(version_parse.LABELS, rdma="GPUDirect RDMA", dra="DRA")
+
+# Sources used more than once.
+MODULES_MD = "shared/design/MODULES.md:122 (dra_driver: refuses Kubernetes < 1.34 or driver < 580)"
+DRA_DOCS = ("https://deploy-preview-1127--dra-driver-nvidia-gpu.netlify.app/docs/ (DRA Driver for NVIDIA GPUs: "
+            "Kubernetes 1.32+, DRA on by default from 1.34, feature gate needed on 1.32/1.33)")
+K8S_134 = ("https://kubernetes.io/blog/2025/07/28/kubernetes-v1-34-sneak-peek/ (core DRA, resource.k8s.io/v1, "
+           "graduates to stable in v1.34)")
+NETOP_2640 = "https://docs.nvidia.com/networking/display/kubernetes2640/platform-support.html"
+GPUOP_LIFECYCLE = "https://nvidia.github.io/cloud-native-docs/review/pr-512/gpu-operator/latest/platform-support.html"
+UPSTREAM_README = "shared/upstream/README.md"
+GPUOP_2630 = ("NVIDIA/cloud-native-docs#353 (commit adfe9224, gpu-operator/platform-support.rst, the 26.3.0 "
+              "release docs)")
+
+# Each rule: id, when (conditions on the dimensions; "features" lists features that must all be
+# requested), verdict "works" | "breaks", reason, source. A "works" rule speaks for the pair(s)
+# of dimensions named in its "when"; a "breaks" rule refuses the combination outright.
+RULES = (
+    # GPU Operator x Kubernetes
+    {"id": "gpu-operator-26.7-kubernetes-1.33-1.37",
+     "when": {"gpu_operator": ">=26.7.0,<26.8.0", "kubernetes": ">=1.33,<1.38"},
+     "verdict": "works",
+     "reason": "GPU Operator 26.7.x is validated on Kubernetes 1.33 to 1.37 (1.37 added after release; "
+               "the Ubuntu 24.04 floor was raised from 1.32 to 1.33)",
+     "source": "NVIDIA/cloud-native-docs#488, NVIDIA/cloud-native-docs#490"},
+    {"id": "gpu-operator-26.3.2-kubernetes-1.36",
+     "when": {"gpu_operator": ">=26.3.2,<26.4.0", "kubernetes": ">=1.36,<1.37"},
+     "verdict": "works",
+     "reason": "GPU Operator 26.3.2 added support for Kubernetes 1.36 (release notes, 26.3.2 New Features)",
+     "source": "https://nvidia.github.io/cloud-native-docs/review/pr-428/gpu-operator/latest/release-notes.html"},
+    {"id": "gpu-operator-26.3-kubernetes-1.32-1.35",
+     "when": {"gpu_operator": ">=26.3.0,<26.4.0", "kubernetes": ">=1.32,<1.36"},
+     "verdict": "works",
+     "reason": "GPU Operator 26.3.x is validated on Kubernetes 1.32 to 1.35 (Ubuntu 20.04, 22.04 and 24.04)",
+     "source": GPUOP_2630},
+    # Network Operator x Kubernetes
+    {"id": "network-operator-26.4-kubernetes-1.31-1.35",
+     "when": {"network_operator": ">=26.4.0,<26.5.0", "kubernetes": ">=1.31,<1.36"},
+     "verdict": "works",
+     "reason": "Network Operator 26.4.x prerequisites: Kubernetes >=1.31 and <=1.35",
+     "source": NETOP_2640},
+    # GPU Operator x driver branch
+    {"id": "gpu-operator-26.7-driver-595",
+     "when": {"gpu_operator": ">=26.7.0,<26.8.0", "driver": ">=595,<596"},
+     "verdict": "works",
+     "reason": "GPU Operator v26.7.0 ships driver 595.91.07 as its chart default (driver.version)",
+     "source": UPSTREAM_README + ":50-52; shared/upstream/gpu-operator/values.default.yaml:154"},
+    {"id": "gpu-operator-26.3-driver-580",
+     "when": {"gpu_operator": ">=26.3.0,<26.4.0", "driver": ">=580,<581"},
+     "verdict": "works",
+     "reason": "GPU Operator 26.3.x lists driver 580.126.20 as default and recommended; v26.3.3's chart "
+               "default driver.version is 580.126.20",
+     "source": "NVIDIA/cloud-native-docs#353; " + UPSTREAM_README + ":50-52"},
+    {"id": "gpu-operator-26.3-driver-575",
+     "when": {"gpu_operator": ">=26.3.0,<26.4.0", "driver": ">=575,<576"},
+     "verdict": "works",
+     "reason": "the GPU Operator 26.3.0 component matrix lists driver 575.57.08",
+     "source": "NVIDIA/cloud-native-docs#353"},
+    {"id": "gpu-operator-26.3-driver-535",
+     "when": {"gpu_operator": ">=26.3.0,<26.4.0", "driver": ">=535,<536"},
+     "verdict": "works",
+     "reason": "the GPU Operator 26.3.0 component matrix lists driver 535.288.01",
+     "source": "NVIDIA/cloud-native-docs#353"},
+    {"id": "gpu-operator-25.10-driver-580",
+     "when": {"gpu_operator": ">=25.10.0,<25.11.0", "driver": ">=580,<581"},
+     "verdict": "works",
+     "reason": "the GPU Operator 25.10.x component matrix lists the 580 branch (580.82.07, 580.95.05, "
+               "580.105.08 default and recommended for 25.10.1, 580.159.04 added later)",
+     "source": "NVIDIA/cloud-native-docs#326, NVIDIA/cloud-native-docs#414"},
+    {"id": "gpu-operator-25.10.1-driver-575",
+     "when": {"gpu_operator": ">=25.10.1,<25.11.0", "driver": ">=575,<576"},
+     "verdict": "works",
+     "reason": "the GPU Operator 25.10.1 component matrix lists driver 575.57.08",
+     "source": "NVIDIA/cloud-native-docs#326"},
+    # GPU Operator x Network Operator, GPUDirect RDMA
+    {"id": "aks-gpu-operator-26.3.3-network-operator-26.4.0-rdma",
+     "when": {"gpu_operator": "==26.3.3", "network_operator": "==26.4.0", "features": ("rdma",)},
+     "verdict": "works",
+     "reason": "the AKS RDMA/InfiniBand guide (Azure/aks-rdma-infiniband, commit b0a49c0e) pins GPU Operator "
+               "v26.3.3 with Network Operator v26.4.0 for GPUDirect RDMA",
+     "source": UPSTREAM_README + ":45-46,58"},
+    {"id": "gpu-operator-26.3-26.7-network-operator-26.1.0-rdma",
+     "when": {"gpu_operator": ">=26.3.0,<26.8.0", "network_operator": "==26.1.0", "features": ("rdma",)},
+     "verdict": "works",
+     "reason": "the GPU Operator 26.3.0 and 26.7.0 platform pages list GPUDirect RDMA on Ubuntu 24.04 and 22.04 "
+               "and RHEL 10.0 and 8.10 with Network Operator 26.1.0",
+     "source": GPUOP_2630 + "; NVIDIA/cloud-native-docs commit 187a4a5b (Support for GPUDirect RDMA)"},
+    {"id": "network-operator-26.4-needs-gpu-operator-25.3",
+     "when": {"network_operator": ">=26.4.0,<26.5.0", "gpu_operator": "<25.3.0", "features": ("rdma",)},
+     "verdict": "breaks",
+     "reason": "Network Operator 26.4 requires GPU Operator v25.3.x or newer for workloads that use "
+               "GPUDirect RDMA",
+     "source": NETOP_2640 + " (System Requirements; Support for GPUDirect RDMA)"},
+    # DRA (project rule, from the DRA driver's requirements)
+    {"id": "dra-kubernetes-below-1.34",
+     "when": {"features": ("dra",), "kubernetes": "<1.34"},
+     "verdict": "breaks",
+     "reason": "the dra_driver layer needs Kubernetes 1.34 or newer: DRA (resource.k8s.io/v1) is GA and on by "
+               "default from 1.34; on 1.32/1.33 it needs feature gates",
+     "source": MODULES_MD + "; " + DRA_DOCS + "; " + K8S_134},
+    {"id": "dra-kubernetes-1.34-plus",
+     "when": {"features": ("dra",), "kubernetes": ">=1.34"},
+     "verdict": "works",
+     "reason": "Kubernetes 1.34 or newer meets the dra_driver floor (DRA GA, resource.k8s.io/v1)",
+     "source": MODULES_MD + "; " + DRA_DOCS + "; " + K8S_134},
+    {"id": "dra-driver-below-580",
+     "when": {"features": ("dra",), "driver": "<580"},
+     "verdict": "breaks",
+     "reason": "the dra_driver layer needs NVIDIA driver branch 580 or newer",
+     "source": MODULES_MD},
+    {"id": "dra-driver-580-plus",
+     "when": {"features": ("dra",), "driver": ">=580"},
+     "verdict": "works",
+     "reason": "driver branch 580 or newer meets the dra_driver floor",
+     "source": MODULES_MD},
+)
+
+# Notes: sourced facts that are neither "works" nor "breaks" (known issues, open validation work,
+# support status). They never change the status; they are added to the messages when they apply.
+NOTES = (
+    {"id": "gpu-operator-26.7-rdma-not-yet-validated",
+     "when": {"gpu_operator": ">=26.7.0,<26.8.0", "network_operator": "*", "features": ("rdma",)},
+     "note": "NVIDIA tracks enabling and validating GPUDirect RDMA, and support for Network Operator 26.x, "
+             "with GPU Operator 26.7.0 as open work",
+     "source": "NVIDIA/gpu-operator#2301, NVIDIA/gpu-operator#2302"},
+    {"id": "gpu-operator-26.3-peermem-restart",
+     "when": {"gpu_operator": ">=26.3.0,<26.4.0", "features": ("rdma",)},
+     "note": "known issue: with GPUDirect RDMA the nvidia-peermem container may fail to restart when the "
+             "driver pod restarts without a node reboot; workaround: FORCE_REINSTALL=true in the ClusterPolicy "
+             "driver env",
+     "source": "NVIDIA/cloud-native-docs#372, NVIDIA/gpu-operator#2844"},
+    {"id": "gpu-operator-26.3-deprecated",
+     "when": {"gpu_operator": ">=26.3.0,<26.4.0"},
+     "note": "GPU Operator 26.3.x is Deprecated (critical patch releases only) now that 26.7.x is Supported",
+     "source": GPUOP_LIFECYCLE},
+    {"id": "gpu-operator-end-of-support",
+     "when": {"gpu_operator": "<26.3.0"},
+     "note": "GPU Operator 25.10.x and lower are End of Support",
+     "source": GPUOP_LIFECYCLE},
+    {"id": "network-operator-26.1-deprecated",
+     "when": {"network_operator": ">=26.1.0,<26.2.0"},
+     "note": "Network Operator 26.1.x is Deprecated (critical patch releases only) now that 26.4.x is Supported",
+     "source": NETOP_2640},
+    {"id": "network-operator-end-of-support",
+     "when": {"network_operator": "<26.1.0"},
+     "note": "Network Operator 25.10.x and lower are End of Support",
+     "source": NETOP_2640},
+)
+
+# The pairs a combination must have a "works" fact for before it counts as known-good.
+PAIRS = (
+    (("gpu_operator", "kubernetes"), None),
+    (("gpu_operator", "driver"), None),
+    (("network_operator", "kubernetes"), None),
+    (("gpu_operator", "network_operator", "rdma"), "rdma"),
+    (("dra", "kubernetes"), "dra"),
+    (("dra", "driver"), "dra"),
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the matrix says about one combination.
+
+    status: "known-good" | "known-broken" | "unknown".
+    matched: the rules whose conditions all hold ({id, verdict, reason, source}), then the notes that apply.
+    messages: one line each, for the user: broken rules with sources, pairs no fact covers,
+    rules the given precision cannot decide, and notes.
+    unverified: the messages that need the user's acknowledgement (pairs no fact covers, rules the
+    precision cannot decide); notes and "nothing to compare" are only warnings.
+    """
+
+    status: str
+    combination: str
+    matched: tuple = ()
+    messages: tuple = ()
+    unverified: tuple = ()
+
+
+def normalize(combo):
+    """Validate a combo dict into ({key: Version}, frozenset of features); ParamError names the key."""
+    if not isinstance(combo, dict):
+        raise ParamError("combo", "must be a dictionary", "give keys among %s" % ", ".join(COMBO_KEYS))
+    versions = {}
+    features = set()
+    for key, value in combo.items():
+        if key not in COMBO_KEYS:
+            raise ParamError(str(key), "is not a key of the version matrix",
+                             "use keys among %s" % ", ".join(COMBO_KEYS))
+        if value is None or value == "":
+            continue
+        if key == "features":
+            items = [value] if isinstance(value, str) else value
+            if not isinstance(items, (list, tuple, set, frozenset)):
+                raise ParamError("features", "%r is not a list of features" % (value,),
+                                 "give a list among %s" % ", ".join(FEATURES))
+            for item in items:
+                name = FEATURE_ALIASES.get(str(item).strip().lower(), str(item).strip().lower())
+                if name not in FEATURES:
+                    raise ParamError("features", "%r is not a known feature" % (item,),
+                                     "use one of %s" % ", ".join(FEATURES))
+                features.add(name)
+        else:
+            versions[key] = parse_version(key, value)
+    return versions, frozenset(features)
+
+
+def describe(versions, features):
+    """The combination in words: GPU Operator v26.3.3 + Network Operator 26.4.0 + Kubernetes 1.34 + ..."""
+    words = []
+    for key in VERSION_KEYS:
+        if key in versions:
+            words.append("%s %s" % (LABELS[key], versions[key]))
+    if features:
+        words.append("features " + ", ".join(sorted(features)))
+    return " + ".join(words) or "(empty combination)"
+
+
+def _evaluate(when, versions, features):
+    """True/False/None for one rule; None also when a dimension it names was not given."""
+    result = True
+    for key, spec in when.items():
+        if key == "features":
+            if not set(spec) <= features:
+                return False
+            continue
+        if key not in versions:
+            return None
+        outcome = in_range(key, versions[key], spec)
+        if outcome is False:
+            return False
+        if outcome is None:
+            result = None
+    return result
+
+
+def _dims(when):
+    dims = set(k for k in when if k != "features")
+    dims.update(when.get("features", ()))
+    return dims
+
+
+def _given(when, versions):
+    return all(k in versions for k in when if k != "features")
+
+
+def _cite(item):
+    return "%s (source: %s)" % (item["id"], item["source"])
+
+
+def check(combo):
+    """The matrix's verdict on a combination; see Verdict. Raises ParamError for bad input."""
+    versions, features = normalize(combo)
+    text = describe(versions, features)
+    broken, good, undecided, matched = [], [], [], []
+    for rule in RULES:
+        outcome = _evaluate(rule["when"], versions, features)
+        if outcome is True:
+            matched.append(dict(rule))
+            (broken if rule["verdict"] == "breaks" else good).append(rule)
+        elif outcome is None and _given(rule["when"], versions):
+            undecided.append(rule)
+    messages = ["%s: %s; %s" % (text, r["reason"], _cite(r)) for r in broken]
+    undecided_breaks = [r for r in undecided if r["verdict"] == "breaks"]
+    uncovered = []
+    for pair, feature in PAIRS:
+        if feature is not None and feature not in features:
+            continue
+        if not all(d in versions for d in pair if d in VERSION_KEYS):
+            continue
+        if not any(set(pair) <= _dims(r["when"]) for r in good):
+            uncovered.append(pair)
+    unverified = []
+    if not broken:
+        for rule in undecided_breaks:
+            unverified.append("the versions given are too imprecise to rule out %s; give full versions" % _cite(rule))
+        for pair in uncovered:
+            maybe = [r["id"] for r in undecided if r["verdict"] == "works" and set(pair) <= _dims(r["when"])]
+            unverified.append("no known-good fact for %s (%s)%s" % (
+                " x ".join(LABELS[d] for d in pair),
+                ", ".join("%s %s" % (LABELS[d], versions[d]) for d in pair if d in versions),
+                "; too imprecise to decide %s, give full versions" % ", ".join(maybe) if maybe else ""))
+        messages += unverified
+    for note in NOTES:
+        if _evaluate(note["when"], versions, features) is True:
+            matched.append(dict(note))
+            messages.append("note: %s; %s" % (note["note"], _cite(note)))
+    if broken:
+        status = KNOWN_BROKEN
+    elif uncovered or undecided_breaks or not good:
+        status = UNKNOWN
+        if not good and not uncovered and not undecided_breaks:
+            messages.insert(0, "nothing to compare: give at least two of %s (or a feature with a version)"
+                            % ", ".join(VERSION_KEYS))
+    else:
+        status = KNOWN_GOOD
+    return Verdict(status, text, tuple(matched), tuple(messages), tuple(unverified))
+
+
+def assert_supported(combo):
+    """Preflight gate.
+
+    known-broken: raises Refusal naming the combination and citing each breaking rule's source.
+    unknown: returns the warning lines for the caller to show. known-good: returns [].
+    """
+    verdict = check(combo)
+    if verdict.status == KNOWN_BROKEN:
+        rules = [m for m in verdict.matched if m.get("verdict") == "breaks"]
+        raise Refusal(
+            "Known-broken combination: %s. %s. Fix: choose versions the matrix knows to work together "
+            "(docs/versions.md), or leave out the feature"
+            % (verdict.combination,
+               "; ".join("%s [%s, source: %s]" % (r["reason"], r["id"], r["source"]) for r in rules)),
+            combination=verdict.combination, rules=[r["id"] for r in rules], sources=[r["source"] for r in rules])
+    if verdict.status == UNKNOWN:
+        return ["Unverified combination (%s): %s" % (verdict.combination, line) for line in verdict.messages]
+    return []
