@@ -277,9 +277,13 @@ DIST := $(BUILD)/dist
 EE_COLLECTIONS := $(BUILD)/ee-collections
 .PHONY: package ee-introspect
 
+# The version galaxy.yml, the changelog's newest release and README name (tests/unit/test_release_version.py).
+VERSION := $(shell sed -n 's/^version: *//p' $(ROOT)/galaxy.yml)
 package: venv
 	rm -f $(DIST)/gpu_platform-cluster-*.tar.gz
 	ansible-galaxy collection build --force --output-path $(DIST)
+	@test -f $(DIST)/gpu_platform-cluster-$(VERSION).tar.gz || \
+	  { echo "make package: no $(DIST)/gpu_platform-cluster-$(VERSION).tar.gz (galaxy.yml says version $(VERSION))"; exit 1; }
 
 # ansible-builder's view of the artifact: installed on its own (not through the symlinked checkout,
 # which ansible-galaxy would take for an installed copy), then introspected as an image build does;
