@@ -25,7 +25,10 @@ PYTEST := env -u KUBECONFIG -u K8S_AUTH_KUBECONFIG pytest
 .PHONY: setup venv tools collection demo test lint sanity sanity-prep pytest bench clean shared-check \
 	system-deps host-image molecule-hosts molecule-gpu bench-hosts
 
-setup: venv tools collection shared-check
+# setup, demo, lint, sanity, package, cluster-build: none reads ../shared, so a fresh clone runs them as it is. The
+# targets that do read it (the tests, the operators' build from their sources, the local cluster's CRDs) depend on
+# shared-check, which names the target and stops in one line when it is missing.
+setup: venv tools collection
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements-dev.txt
@@ -46,7 +49,22 @@ $(COLL_LINK):
 	ln -sfn ../../../.. $@
 
 shared-check:
-	@test -d $(SHARED)/upstream || { echo "../shared/upstream is missing beside the repository (tests need it)"; exit 1; }
+	@test -d $(SHARED)/upstream || { echo "make $(or $(MAKECMDGOALS),shared-check) needs ../shared/upstream beside the repository ($(SHARED)/upstream is missing; the tests, make operators-build and the local cluster's CRDs read it); make demo, setup, lint, sanity and package do not"; exit 1; }
+
+# make demo in a copy of the checkout's files (tracked and untracked, as git ls-files lists them) in a temporary
+# folder with no ../shared beside it, as a user who clones the collection has: it must pass, and docs/quickstart.md's
+# table must name what it wrote (tests/docs/quickstart_bundle.py). The copy uses this checkout's virtualenv and tools
+# (links; -o keeps make from rebuilding them), so it costs one demo run (9 to 23 s measured here).
+.PHONY: demo-fresh-clone
+demo-fresh-clone: setup
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; clone=$$tmp/gpu-platform; mkdir -p $$clone/tools; \
+	git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} cp --parents {} $$clone/; \
+	ln -s $(VENV) $$clone/.venv; ln -s $(TOOLS)/bin $$clone/tools/bin; \
+	test ! -e $$tmp/shared; \
+	$(MAKE) --no-print-directory -C $$clone -o $$clone/.venv/.stamp -o $$clone/tools/bin/.stamp demo > $$tmp/demo.log 2>&1 \
+	  || { tail -n 30 $$tmp/demo.log; echo "make demo failed in a fresh copy without ../shared (log above)"; exit 1; }; \
+	tail -n 3 $$tmp/demo.log; echo "demo-fresh-clone: make demo passed in $$clone without ../shared"; \
+	cd $(ROOT) && $(VENV)/bin/python -m tests.docs.quickstart_bundle $$clone/build/platform
 
 demo: setup
 	cd $(ROOT) && ansible-playbook site.yml -i inventories/local
@@ -54,7 +72,7 @@ demo: setup
 lint: setup
 	ansible-lint --profile production
 
-# The inner loop (docs/testing.md), under 2 minutes here: lint of the files that differ from HEAD, then the unit,
+# The inner loop (docs/testing.md), under a minute here (16 to 22 s measured): lint of the files that differ from HEAD, then the unit,
 # schema and docs tests on both cores. .pre-commit-config.yaml runs the same before each commit. The full gate is
 # make test.
 .PHONY: check
@@ -98,10 +116,10 @@ PYTEST_WORKERS ?= 2
 .PHONY: pytest-fast pytest-cluster
 pytest: pytest-fast pytest-cluster
 
-pytest-fast: setup system-deps
+pytest-fast: setup shared-check system-deps
 	$(PYTEST) -n $(PYTEST_WORKERS) --dist loadgroup -m "not local_control_plane" --durations=25 $(PYTEST_ARGS)
 
-pytest-cluster: setup system-deps
+pytest-cluster: setup shared-check system-deps
 	rm -f $(BUILD)/awx/report.json
 	$(PYTEST) -m local_control_plane --durations=15 $(PYTEST_ARGS)
 	@if [ -f $(BUILD)/awx/report.json ]; then $(AWX_REPORT); fi
@@ -156,8 +174,9 @@ molecule-kind: setup
 # each step beside it uses a cluster of its own (or none). The lane's output is printed when it ends, and a failure in
 # either lane fails the run after both have ended. molecule-cluster is not in it: its converge, idempotence and check
 # are the ones pytest-cluster runs on the same inventory, and pytest-cluster runs its verify.yml too.
-TEST_STEPS := setup system-deps cluster-build flux-build operators-build
-TEST_STEPS_BESIDE := lint sanity pytest-fast gitops-test gitops-test-aks demo checkov package ee-introspect
+TEST_STEPS := setup shared-check system-deps cluster-build flux-build operators-build
+TEST_STEPS_BESIDE := lint sanity pytest-fast gitops-test gitops-test-aks demo demo-fresh-clone checkov package \
+	ee-introspect
 TEST_LANE := pytest-cluster molecule-hosts
 TIMED = t0=$$(date +%s); rc=0; $(MAKE) --no-print-directory $$step || rc=$$?; \
 	  printf '%-18s %5ds%s\n' "$$step" $$(( $$(date +%s) - t0 )) "$$suffix" >> $(BUILD)/test-times.txt
@@ -196,10 +215,10 @@ flux-build: venv
 # OPERATORS=all builds every one.
 OPERATORS ?= gpu-operator network-operator kueue volcano kai-scheduler dra-driver
 .PHONY: operators-build
-operators-build: venv tools
+operators-build: venv tools shared-check
 	cd $(ROOT) && $(LOCAL_CLUSTER) build --operators $(filter-out all,$(OPERATORS))
 
-cluster-up-gitops: setup cluster-build flux-build
+cluster-up-gitops: setup shared-check cluster-build flux-build
 	cd $(ROOT) && $(LOCAL_CLUSTER) up --gitops
 
 # The GitOps bundle on the real reconciler (tests/gitops_bundle.py): site.yml renders the platform, it is pushed to a
@@ -207,7 +226,7 @@ cluster-up-gitops: setup cluster-build flux-build
 # the real Flux controllers; ends with "gitops: K/N Kustomizations Ready, H/M HelmReleases Ready" (read / the bundle's) and
 # build/gitops/status.json.
 .PHONY: gitops-test
-gitops-test: setup cluster-build flux-build
+gitops-test: setup shared-check cluster-build flux-build
 	cd $(ROOT) && $(VENV)/bin/python -m tests.gitops_bundle
 
 # inventories/aks's bundle on the bare AKS ND H100 v5 pool (CLUSTER_PROFILE=aks-nd-h100-v5, 2 GPU nodes) through the
@@ -216,7 +235,7 @@ gitops-test: setup cluster-build flux-build
 # The NCCL image stands in for the user's, pinned by digest as the inventory asks (the fake fleet pulls nothing).
 GITOPS_AKS_NCCL_IMAGE := registry.example.com/hpc/nccl-tests@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 .PHONY: gitops-test-aks
-gitops-test-aks: setup cluster-build flux-build
+gitops-test-aks: setup shared-check cluster-build flux-build
 	cd $(ROOT) && $(VENV)/bin/python -m tests.gitops_bundle --inventory inventories/aks --profile aks-nd-h100-v5 \
 	  --gpu-nodes 2 -e smoke_tests_nccl_image=$(GITOPS_AKS_NCCL_IMAGE)
 
@@ -227,11 +246,11 @@ AWX_REPORT = python -c "import json; r=json.load(open('$(BUILD)/awx/report.json'
 # artifact on a local control plane of its own, with AWX's credentials; counts in build/awx/report.json. make test
 # runs it in the local control plane's pytest session.
 .PHONY: awx-test
-awx-test: setup cluster-build
+awx-test: setup shared-check cluster-build
 	$(PYTEST) -p no:cacheprovider tests/unit/test_awx_data.py tests/awx/test_awx_render.py tests/awx/test_awx_jobs.py $(PYTEST_ARGS)
 	@$(AWX_REPORT)
 
-cluster-up: setup cluster-build
+cluster-up: setup shared-check cluster-build
 	cd $(ROOT) && $(LOCAL_CLUSTER) up
 
 cluster-down: venv
@@ -249,7 +268,7 @@ cluster-fault: venv
 
 # molecule/cluster: site.yml converges, stays idempotent and verifies on the local control plane
 # (its own CLUSTER_DIR, started and stopped by the scenario's create and destroy).
-molecule-cluster: setup cluster-build
+molecule-cluster: setup shared-check cluster-build
 	cd $(ROOT) && molecule test -s cluster
 
 # The Galaxy artifact, as AWX or an execution environment installs it; build_ignore in galaxy.yml
@@ -258,9 +277,13 @@ DIST := $(BUILD)/dist
 EE_COLLECTIONS := $(BUILD)/ee-collections
 .PHONY: package ee-introspect
 
+# The version galaxy.yml, the changelog's newest release and README name (tests/unit/test_release_version.py).
+VERSION := $(shell sed -n 's/^version: *//p' $(ROOT)/galaxy.yml)
 package: venv
 	rm -f $(DIST)/gpu_platform-cluster-*.tar.gz
 	ansible-galaxy collection build --force --output-path $(DIST)
+	@test -f $(DIST)/gpu_platform-cluster-$(VERSION).tar.gz || \
+	  { echo "make package: no $(DIST)/gpu_platform-cluster-$(VERSION).tar.gz (galaxy.yml says version $(VERSION))"; exit 1; }
 
 # ansible-builder's view of the artifact: installed on its own (not through the symlinked checkout,
 # which ansible-galaxy would take for an installed copy), then introspected as an image build does;

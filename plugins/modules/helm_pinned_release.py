@@ -63,7 +63,7 @@ options:
     type: str
   chart_version:
     description:
-      - The exact chart version, such as V(v26.7.0) or V(1.2.3-rc.1). Required when O(release_state=present).
+      - The exact chart version, such as V(v26.3.3) or V(1.2.3-rc.1). Required when O(release_state=present).
       - Ranges, V(latest), empty values and partial versions are refused before anything runs.
       - For a local chart it must equal the version in its C(Chart.yaml).
     type: str
@@ -157,7 +157,7 @@ EXAMPLES = r"""
     namespace: gpu-operator
     chart_ref: gpu-operator
     chart_repo_url: https://helm.ngc.nvidia.com/nvidia
-    chart_version: v26.7.0
+    chart_version: v26.3.3
     create_namespace: true
     namespace_labels:
       pod-security.kubernetes.io/enforce: privileged
@@ -176,7 +176,7 @@ EXAMPLES = r"""
     name: network-operator
     namespace: nvidia-network-operator
     chart_ref: oci://registry.example.com/charts/network-operator
-    chart_version: 26.4.1
+    chart_version: 26.4.0
     chart_sha256: 0f4c4b1e3c5d8a2b7e6f9a1c3d5e7f9b2a4c6e8f0a1b3c5d7e9f1a3b5c7d9e1f
     values_files:
       - files/network-operator-values.yaml
@@ -185,8 +185,8 @@ EXAMPLES = r"""
   gpu_platform.cluster.helm_pinned_release:
     name: gpu-operator
     namespace: gpu-operator
-    chart_ref: /srv/charts/gpu-operator-v26.7.0.tgz
-    chart_version: v26.7.0
+    chart_ref: /srv/charts/gpu-operator-v26.3.3.tgz
+    chart_version: v26.3.3
 
 - name: Render the release as Flux objects for a GitOps repository (no cluster needed)
   gpu_platform.cluster.helm_pinned_release:
@@ -194,7 +194,7 @@ EXAMPLES = r"""
     namespace: gpu-operator
     chart_ref: gpu-operator
     chart_repo_url: https://helm.ngc.nvidia.com/nvidia
-    chart_version: v26.7.0
+    chart_version: v26.3.3
     create_namespace: true
     namespace_labels:
       pod-security.kubernetes.io/enforce: privileged
@@ -210,7 +210,7 @@ EXAMPLES = r"""
     namespace: gpu-operator
     chart_ref: gpu-operator
     chart_repo_url: https://helm.ngc.nvidia.com/nvidia
-    chart_version: v26.7.0
+    chart_version: v26.3.3
     render_to: "{{ playbook_dir }}/build/platform-argocd"
     render_format: argocd
 
@@ -233,7 +233,7 @@ reasons:
   returned: when a cluster was contacted
   type: list
   elements: str
-  sample: ["version v26.3.3 -> v26.7.0", "values differ"]
+  sample: ["version v26.3.2 -> v26.3.3", "values differ"]
 repair:
   description: How a failed or stuck release was repaired (V(rollback), V(upgrade) or V(uninstall) then install).
   returned: when the release was failed or pending
@@ -242,8 +242,8 @@ release:
   description: The release after the run (before it, in check mode).
   returned: when a cluster was contacted
   type: dict
-  sample: {name: gpu-operator, namespace: gpu-operator, chart: gpu-operator, version: v26.7.0,
-           app_version: v26.7.0, revision: 2, status: deployed}
+  sample: {name: gpu-operator, namespace: gpu-operator, chart: gpu-operator, version: v26.3.3,
+           app_version: v26.3.3, revision: 2, status: deployed}
 namespace:
   description: The namespace and whether it was created or labelled.
   returned: when O(release_state=present) and a cluster was contacted

@@ -245,6 +245,9 @@ def test_an_unverified_pair_stops_the_render_unless_acknowledged(render_site):
     printed = " ".join(accepted.stdout.split())
     assert "going on although unverified (gpu_platform_accept_unverified is true)" in printed
     assert "NVIDIA/gpu-operator#2301" in printed
+    # who validated the versions in use comes first, truthfully: nobody, for this GPUDirect RDMA pair
+    assert "validation of GPU Operator v26.7.0 + Network Operator 26.4.0 + Kubernetes 1.35 + features" in printed
+    assert "GPU Operator x Network Operator x GPUDirect RDMA: unverified (no fact covers it)" in printed
     assert bundle(out)["helmrelease-gpu-operator-gpu-operator.yaml"]["spec"]["chart"]["spec"]["version"] == "v26.7.0"
 
 

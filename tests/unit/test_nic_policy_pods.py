@@ -86,7 +86,7 @@ def test_docs_example_pods_match_the_code():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     with open(os.path.join(root, "docs", "network.md"), encoding="utf-8") as handle:
         text = handle.read()
-    base = {"network_operator_version": "26.4.1", "ip_range": "192.168.100.0/24",
+    base = {"network_operator_version": "26.4.0", "ip_range": "192.168.100.0/24",
             "selectors": {"vendors": ["15b3"], "link_type": "infiniband", "interfaces": ["ibs1f0"]}}
     for mode, extra in (("rdma_shared", {}), ("sriov", {"node_type": "nd-h100-v5"}),
                         ("ipoib", {"ipoib_master": "ibs1f0"})):

@@ -35,7 +35,17 @@ def test_the_default_pair_is_known_good_for_rdma_on_the_local_cluster_version():
     verdict = versions.check(combo)
     assert verdict.status == versions.KNOWN_GOOD, verdict.messages
     assert "aks-gpu-operator-26.3.3-network-operator-26.4.0-rdma" in [m["id"] for m in verdict.matched]
-    assert ps.evaluate(combo, nodes=[node("gpu-1")], cluster_version="v1.35.8") == list(verdict.messages)
+    lines = ps.evaluate(combo, nodes=[node("gpu-1")], cluster_version="v1.35.8")
+    assert lines == [versions.validation_line(verdict)] + list(verdict.messages)
+    # preflight prints who validated the pair in use, truthfully
+    assert lines[0].startswith("validation of GPU Operator v26.3.3 + Network Operator 26.4.0 + Kubernetes 1.35.8 + "
+                               "features rdma: validated by a cloud provider's guide")
+    assert "not listed in NVIDIA's support matrix" in lines[0]
+
+
+def test_every_platform_entry_says_who_validated_it():
+    for item in ps.PLATFORMS:
+        assert item["validated_by"][0] in versions.VALIDATION_LEVELS, item["id"]
 
 
 def test_preflight_play_reads_the_roles_own_chart_versions():

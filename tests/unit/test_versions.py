@@ -54,6 +54,9 @@ RULE_CASES = {
     "aks-gpu-operator-26.3.3-network-operator-26.4.0-rdma": (
         {"gpu_operator": "v26.3.3", "network_operator": "26.4.0", "features": RDMA},
         {"gpu_operator": "v26.3.3", "network_operator": "26.4.1", "features": RDMA}),
+    "cns-gpu-operator-26.3.2-network-operator-26.4.0-rdma": (
+        {"gpu_operator": "v26.3.2", "network_operator": "26.4.0", "features": RDMA},
+        {"gpu_operator": "v26.3.3", "network_operator": "26.4.0", "features": RDMA}),
     "network-operator-26.4-needs-gpu-operator-25.3": (
         {"gpu_operator": "v24.9.2", "network_operator": "26.4.0", "features": RDMA},
         {"gpu_operator": "v25.3.0", "network_operator": "26.4.0", "features": RDMA}),
@@ -72,6 +75,9 @@ RULE_CASES = {
 }
 
 NOTE_CASES = {
+    "network-operator-26.4-rdma-not-in-nvidia-matrix": (
+        {"network_operator": "26.4.0", "features": RDMA},
+        {"network_operator": "26.1.0", "features": RDMA}),
     "gpu-operator-26.7-rdma-not-yet-validated": (
         {"gpu_operator": "v26.7.0", "network_operator": "26.4.1", "features": RDMA},
         {"gpu_operator": "v26.7.0", "network_operator": "26.4.1"}),
@@ -134,13 +140,15 @@ def test_rule_data_is_well_formed():
     ids = [r["id"] for r in versions.RULES] + [n["id"] for n in versions.NOTES]
     assert len(ids) == len(set(ids))
     for rule in versions.RULES:
-        assert set(rule) == {"id", "when", "verdict", "reason", "source"}
+        assert set(rule) == {"id", "when", "verdict", "reason", "source", "validated_by"}
         assert rule["verdict"] in ("works", "breaks")
         assert rule["reason"].strip() and rule["source"].strip()
     for note in versions.NOTES:
-        assert set(note) == {"id", "when", "note", "source"}
+        assert set(note) == {"id", "when", "note", "source", "validated_by"}
         assert note["note"].strip() and note["source"].strip()
     for item in versions.RULES + versions.NOTES:
+        level, who = item["validated_by"]
+        assert level in versions.VALIDATION_LEVELS and who.strip(), item["id"]
         for key, spec in item["when"].items():
             if key == "features":
                 assert set(spec) <= set(versions.FEATURES)
@@ -182,6 +190,7 @@ def test_known_broken_refuses_citing_the_source(rule_id):
     assert "Fix:" in err.value.msg
     assert rule_id in err.value.details["rules"]
     assert rule["source"] in err.value.details["sources"]
+    assert "validated by: " + versions.VALIDATION_LEVELS[rule["validated_by"][0]] in err.value.msg
 
 
 def test_both_dra_floors_are_cited():
@@ -394,3 +403,57 @@ def test_yaml_float_gets_a_quoting_hint():
     with pytest.raises(ParamError) as err:
         versions.check({"kubernetes": 1.3})
     assert "quote it" in err.value.msg
+
+
+# --- who validated it ----------------------------------------------------------------------
+
+def test_docs_table_names_who_validated_each_fact():
+    """Each rule's and note's row in docs/versions.md has its validation level."""
+    with open(DOCS) as handle:
+        rows = {line.split("|")[1].strip().strip("`"): line for line in handle if line.startswith("| `")}
+    for item in versions.RULES + versions.NOTES:
+        assert versions.VALIDATION_LEVELS[item["validated_by"][0]] in rows[item["id"]], item["id"]
+
+
+def test_the_default_pair_is_validated_by_a_cloud_providers_guide_not_nvidias_matrix():
+    verdict = versions.check({"gpu_operator": "v26.3.3", "network_operator": "26.4.0", "kubernetes": "1.35",
+                              "features": RDMA})
+    assert verdict.status == versions.KNOWN_GOOD and verdict.level == versions.CLOUD_GUIDE
+    line = versions.validation_line(verdict)
+    assert line.startswith("validation of GPU Operator v26.3.3 + Network Operator 26.4.0 + Kubernetes 1.35 + "
+                           "features rdma: validated by a cloud provider's guide (")
+    assert ("GPU Operator x Network Operator x GPUDirect RDMA: a cloud provider's guide (Azure AKS's RDMA/InfiniBand "
+            "guide; NVIDIA DeepOps 26.07 defaults to it), not listed in NVIDIA's support matrix "
+            "[aks-gpu-operator-26.3.3-network-operator-26.4.0-rdma]") in line
+    assert "GPU Operator x Kubernetes: NVIDIA's support matrix [gpu-operator-26.3-kubernetes-1.32-1.35]" in line
+    assert "network-operator-26.4-rdma-not-in-nvidia-matrix" in [m["id"] for m in verdict.matched]
+
+
+@pytest.mark.parametrize("combo,level", [
+    ({"gpu_operator": "v26.7.0", "network_operator": "26.1.0", "features": RDMA},
+     versions.NVIDIA_MATRIX),
+    ({"gpu_operator": "v26.7.0", "kubernetes": "1.35"}, versions.NVIDIA_MATRIX),
+    ({"gpu_operator": "v26.3.3", "network_operator": "26.4.0", "features": RDMA}, versions.CLOUD_GUIDE),
+    # the DRA driver floor is this project's rule: known-good, but nobody outside validated it
+    ({"kubernetes": "1.35", "driver": "580.95.05", "features": ["dra"]}, versions.UNVERIFIED),
+    # no fact for the pair: unverified
+    ({"gpu_operator": "v26.7.0", "network_operator": "26.4.1", "features": RDMA}, versions.UNVERIFIED),
+    # known-broken: no level vouches for it
+    ({"gpu_operator": "v26.3.2", "network_operator": "26.4.0", "features": RDMA}, versions.UNVERIFIED),
+])
+def test_the_level_is_the_weakest_pairs(combo, level):
+    assert versions.check(combo).level == level
+
+
+def test_an_uncovered_pair_is_named_unverified():
+    verdict = versions.check({"gpu_operator": "v26.7.0", "network_operator": "26.4.1", "kubernetes": "1.35",
+                              "features": RDMA})
+    line = versions.validation_line(verdict)
+    assert ": unverified (" in line
+    assert "GPU Operator x Network Operator x GPUDirect RDMA: unverified (no fact covers it)" in line
+
+
+def test_a_project_rule_is_not_called_validated():
+    line = versions.validation_line(versions.check({"kubernetes": "1.35", "driver": "580", "features": ["dra"]}))
+    assert "unverified outside this project" in line
+    assert "DRA x driver: unverified (this project's own rule (MODULES.md), no outside validation)" in line

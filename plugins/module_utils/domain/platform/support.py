@@ -44,18 +44,19 @@ GPUOP_263_NODES = {"os": {"ubuntu": ("20.04", "22.04", "24.04"), "rhel": ("8", "
 
 PLATFORMS = (
     dict(GPUOP_263_NODES, id="gpu-operator-26.3.0-26.3.1", component="gpu_operator", versions=">=26.3.0,<26.3.2",
-         kubernetes=">=1.32,<1.36", source=GPUOP_2630),
+         kubernetes=">=1.32,<1.36", source=GPUOP_2630, validated_by=versions.NVIDIA),
     dict(GPUOP_263_NODES, id="gpu-operator-26.3.2-plus", component="gpu_operator", versions=">=26.3.2,<26.4.0",
-         kubernetes=">=1.32,<1.37", source=GPUOP_2630 + "; " + GPUOP_2632 + " (26.3.2 adds Kubernetes 1.36)"),
+         kubernetes=">=1.32,<1.37", source=GPUOP_2630 + "; " + GPUOP_2632 + " (26.3.2 adds Kubernetes 1.36)",
+         validated_by=versions.NVIDIA),
     {"id": "gpu-operator-26.7", "component": "gpu_operator", "versions": ">=26.7.0,<26.8.0",
      "kubernetes": ">=1.33,<1.38",
      "os": {"ubuntu": ("22.04", "24.04", "26.04"), "rhel": ("8", "9"), "rhcos": ()},
      # The page's column header reads "Containerd 1.8 - 2.3".
      "runtimes": {"containerd": ">=1.8,<2.4", "cri-o": "*"},
-     "source": GPUOP_2670},
+     "source": GPUOP_2670, "validated_by": versions.NVIDIA},
     {"id": "network-operator-26.4", "component": "network_operator", "versions": ">=26.4.0,<26.5.0",
      "kubernetes": ">=1.31,<1.36",
-     "source": NETOP_2640},
+     "source": NETOP_2640, "validated_by": versions.NVIDIA},
 )
 
 LABELS = {"gpu_operator": "GPU Operator", "network_operator": "Network Operator"}
@@ -241,7 +242,8 @@ def judged_combo(combo):
 def evaluate(combo, nodes=None, inventory=None, cluster_version="", accept=False):
     """The preflight verdict on versions and platform together: the lines to print, or an error.
 
-    A known-broken version combination is refused (versions.assert_supported). Unverified version
+    The first line says who validated the combination in use (versions.validation_line). A known-broken version
+    combination is refused (versions.assert_supported). Unverified version
     pairs and unverified platform facts are refused together unless ``accept`` (ACCEPT_FIELD) is true;
     notes and facts that were not given come back as warnings. A bad version raises ParamError naming
     the combination's key (``gpu_operator``); ParamError.renamed gives it the user's variable.
@@ -252,4 +254,5 @@ def evaluate(combo, nodes=None, inventory=None, cluster_version="", accept=False
     notes = [m for m in verdict.messages if m not in verdict.unverified]
     components = {k: combo.get(k) for k in ("gpu_operator", "network_operator")}
     more, warnings = check(components, nodes, inventory, cluster_version)
-    return gate(list(verdict.unverified) + more, notes + warnings, accept, verdict.combination)
+    lines = gate(list(verdict.unverified) + more, notes + warnings, accept, verdict.combination)
+    return [versions.validation_line(verdict)] + lines
