@@ -1,12 +1,12 @@
 """Every "`old` -> `new`" rename README.md and docs/*.md show is one the platform contract refuses with that new
-name (plugins/module_utils/domain/contract.py RENAMED): README once mapped gpu_platform_network_mode to itself."""
+name (plugins/module_utils/domain/platform/contract.py RENAMED): README once mapped gpu_platform_network_mode to itself."""
 from __future__ import annotations
 
 import glob
 import os
 import re
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.contract import RENAMED
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform.contract import RENAMED
 from tests.docs.doc_repository import ROOT
 
 PAIR = re.compile(r"`(\w+)` -> `(\w+)`")
