@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
-    gpu_driver_upgrade as driver_upgrade)
+    gpu_driver_upgrade)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import gpu_operator
 from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import user_errors
 
@@ -19,7 +19,7 @@ def gpu_operator_values(settings):
 @user_errors
 def gpu_operator_driver_upgrade_policy(policy):
     """The chart's driver.upgradePolicy from the role variable (chart defaults for keys left out)."""
-    return driver_upgrade.check_policy(policy)
+    return gpu_driver_upgrade.check_policy(policy)
 
 
 @user_errors

@@ -6,13 +6,13 @@
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
-    gpu_driver_upgrade as driver_upgrade)
+    gpu_driver_upgrade)
 from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import user_errors
 
 
 @user_errors
 def host_driver_upgrade_needed(gpu_host, plan):
-    return driver_upgrade.host_upgrade_needed(gpu_host, plan)
+    return gpu_driver_upgrade.host_upgrade_needed(gpu_host, plan)
 
 
 class FilterModule:

@@ -157,7 +157,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpu_platform.cluster.plugins.module_utils import args as shared
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.ansible_run import execute
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import gpu_driver_mode as driver_mode
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import gpu_driver_mode
 
 ARGUMENT_SPEC = shared.combine(
     shared.KUBE_AUTH,
@@ -173,7 +173,7 @@ ARGUMENT_SPEC = shared.combine(
 
 def call(params, check_mode, runtime):  # pylint: disable=unused-argument  # the same signature for every module
     """The work, in the module process or the controller's (the action plugin of the same name)."""
-    return driver_mode.run(params, lambda: KubeClient(**shared.kube_auth_params(params)))
+    return gpu_driver_mode.run(params, lambda: KubeClient(**shared.kube_auth_params(params)))
 
 
 def main():

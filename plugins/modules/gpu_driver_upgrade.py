@@ -179,7 +179,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpu_platform.cluster.plugins.module_utils import args as shared
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.ansible_run import execute
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import gpu_driver_upgrade as driver_upgrade
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import gpu_driver_upgrade
 
 ARGUMENT_SPEC = shared.combine(
     shared.KUBE_AUTH, shared.WAIT,
@@ -204,7 +204,7 @@ def call(params, check_mode, runtime):  # pylint: disable=unused-argument  # the
     params = dict(params)
     if params.get("nodes"):
         params["node_selector"] = None  # the default selector gives way to a list of names
-    return driver_upgrade.run(params, lambda: KubeClient(**shared.kube_auth_params(params)), check_mode)
+    return gpu_driver_upgrade.run(params, lambda: KubeClient(**shared.kube_auth_params(params)), check_mode)
 
 
 def main():

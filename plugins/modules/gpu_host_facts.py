@@ -104,7 +104,7 @@ import platform
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_host_facts as host_facts
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_host_facts
 
 FACTS_FILE = "etc/ansible/facts.d/gpu_platform_driver.fact"
 ARGUMENT_SPEC = {"node_name": {"type": "str"}, "root": {"type": "path", "default": "/"},
@@ -123,14 +123,15 @@ def _read(path):
 def _pci(root):
     out = {}
     for device in glob.glob(os.path.join(root, "sys/bus/pci/devices/*")):
-        out[os.path.basename(device)] = {attr: _read(os.path.join(device, attr)) for attr in ("vendor", "class", "device")}
+        out[os.path.basename(device)] = {attr: _read(os.path.join(device, attr))
+                                         for attr in ("vendor", "class", "device")}
     return out
 
 
 # The package managers' queries, tried in order: (tool, arguments, parser, name in the result).
 PACKAGE_QUERIES = (
-    ("dpkg-query", ["-W", "-f", "${Package}\t${Version}\t${db:Status-Abbrev}\n"], host_facts.parse_dpkg, "dpkg"),
-    ("rpm", ["-qa", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}\n"], host_facts.parse_rpm, "rpm"),
+    ("dpkg-query", ["-W", "-f", "${Package}\t${Version}\t${db:Status-Abbrev}\n"], gpu_host_facts.parse_dpkg, "dpkg"),
+    ("rpm", ["-qa", "--qf", "%{NAME}\t%{VERSION}-%{RELEASE}\n"], gpu_host_facts.parse_rpm, "rpm"),
 )
 
 
@@ -156,14 +157,14 @@ def main():
         module.warn("%s is not JSON; ignoring it" % os.path.join(root, FACTS_FILE))
         record = {}
     smi = module.get_bin_path("nvidia-smi") or ""
-    facts = host_facts.summarize(
+    facts = gpu_host_facts.summarize(
         module.params["node_name"] or platform.node().split(".")[0].lower(), _pci(root),
         _read(os.path.join(root, "proc/driver/nvidia/version")), _read(os.path.join(root, "proc/modules")),
         packages, smi, module.params["packages"])
     facts["package_manager"] = manager
     facts["host_driver"] = record
-    facts["os"] = host_facts.os_info(_read(os.path.join(root, "etc/os-release")), platform.machine(),
-                                     platform.release(), _read(os.path.join(root, "etc/debian_version")))
+    facts["os"] = gpu_host_facts.os_info(_read(os.path.join(root, "etc/os-release")), platform.machine(),
+                                         platform.release(), _read(os.path.join(root, "etc/debian_version")))
     facts["initramfs_tool"] = next((path for path in (module.get_bin_path(tool, opt_dirs=["/usr/sbin", "/sbin"])
                                                       for tool in INITRAMFS_TOOLS) if path), "")
     module.exit_json(changed=False, ansible_facts={"gpu_host": facts})

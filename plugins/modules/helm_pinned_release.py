@@ -270,7 +270,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils import args a
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.helm import Helm, find_helm, kube_flags
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.ansible_run import execute
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import helm_pinned_release as helm_release
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import helm_pinned_release
 
 ARGUMENT_SPEC = shared.combine(
     shared.KUBE_AUTH, shared.WAIT, shared.RENDER,
@@ -300,7 +300,7 @@ ARGUMENT_SPEC = shared.combine(
 def request(params):
     """The checks of the options that need no cluster: call() runs them first, and the preflight
     (plugins/action/preflight.py, playbooks/checks.yml) runs them before site.yml writes anything."""
-    return helm_release.prepare_request(params)
+    return helm_pinned_release.prepare_request(params)
 
 
 def call(params, check_mode, runtime):
@@ -313,7 +313,7 @@ def call(params, check_mode, runtime):
         flags, env = kube_flags(tmpdir=runtime.tmpdir, **auth)
         return Helm(find_helm(params["binary_path"]), run=runtime.run_command, env=env, kube_flags=flags)
 
-    return helm_release.run(params, helm_factory, lambda: KubeClient(**auth), check_mode)
+    return helm_pinned_release.run(params, helm_factory, lambda: KubeClient(**auth), check_mode)
 
 
 def main():

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.modules import helm_pinned_release as mod
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import helm_pinned_release as helm_release
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import helm_pinned_release
 from tests.modules.harness import run_module
 
 FQCN = "gpu_platform.cluster.helm_pinned_release"
@@ -44,7 +44,7 @@ def test_examples_pass_validation(task, tmp_path):
         params["chart_ref"] = local_archive(tmp_path, os.path.basename(params["chart_ref"]), params["chart_version"])
     if "render_to" in params:
         params["render_to"] = str(tmp_path / "out")
-    request = helm_release.prepare_request(params)
+    request = helm_pinned_release.prepare_request(params)
     assert request.name == params["release_name"]
 
 

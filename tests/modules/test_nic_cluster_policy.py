@@ -123,7 +123,8 @@ def test_sriov_objects_are_removed_without_a_nic_count(net_api):
     ({"selectors": {"vendors": ["15b3"], "link_type": "token-ring", "interfaces": ["ibs1f0"]}}, "selectors.link_type"),
     ({"rdma_hca_max": 0}, "rdma_hca_max"),
     ({"resource_name": "shared-ib"}, "resource_name"),
-    ({"mode": "ipoib", "ipoib_master": "ibs1f0", "selectors": {"vendors": ["15b3"], "link_type": "ether"}}, "selectors.link_type"),
+    ({"mode": "ipoib", "ipoib_master": "ibs1f0", "selectors": {
+     "vendors": ["15b3"], "link_type": "ether"}}, "selectors.link_type"),
     ({"ip_gateway": "10.0.0.1"}, "ip_gateway"),
     ({"network_name": "RDMA_NET"}, "network_name"),
     ({"mode": "sriov"}, "nics_per_pod: is empty and node_type is not set"),
@@ -184,11 +185,11 @@ def test_render_ipam_to_puts_the_ippool_in_a_folder_of_its_own(tmp_path, shared_
 def test_examples_validate_and_the_render_example_runs(tmp_path, shared_dir, monkeypatch):
     from ansible_collections.gpu_platform.cluster.plugins.modules import nic_cluster_policy as mod
     from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
-        nic_cluster_policy_validate as nic_policy_validate)
+        nic_cluster_policy_validate)
     tasks = [t["gpu_platform.cluster.nic_cluster_policy"] for t in yaml.safe_load(mod.EXAMPLES)
              if "gpu_platform.cluster.nic_cluster_policy" in t]
     for params in tasks:
-        nic_policy_validate.build_request(params)
+        nic_cluster_policy_validate.build_request(params)
     rendered = [p for p in tasks if "render_to" in p]
     assert rendered
     # What the module passes to AnsibleModule.warn, caught there: where ansible-core files a warning

@@ -18,7 +18,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters impo
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import (
     gitops_bundle as bundle, flux_argocd as gitops)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm import (
-    helm_pinned_release as helm_release)
+    helm_pinned_release)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import gitops_bundle
 from scripts.local_cluster.build import cache_root, flux_pins
 from tests.schema import crdschema
@@ -57,7 +57,7 @@ def crd_dir():
 def release_objects(name, namespace, chart, fmt):
     """The objects helm_pinned_release renders for a release of ``chart`` (Namespace, HelmRepository, HelmRelease;
     or the Application)."""
-    request = helm_release.build_request({
+    request = helm_pinned_release.build_request({
         "release_name": name, "release_namespace": namespace, "chart_ref": chart,
         "chart_repo_url": "https://helm.ngc.nvidia.com/nvidia", "chart_version": "v26.7.0", "create_namespace": True,
         "wait": True, "wait_timeout": "900s", "render_to": "/unused", "render_format": fmt})

@@ -14,7 +14,7 @@ import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import (
     dra_driver as dra, gpu_operator)
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode as driver_mode
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode
 from tests.schema import crdschema, pinned_charts
 
 # The pinned chart (dra_driver_chart_version, from its source archive) and the renamed 0.4.0 chart it would move to.
@@ -85,7 +85,7 @@ def test_every_gpu_operator_key_exists(disable, operator_defaults):
 @pytest.mark.parametrize("disable", (False, True))
 def test_gpu_operator_role_accepts_the_values_as_extra_values(disable, operator_defaults):
     """The route into the gpu_operator role: extra_values, which must not contradict gpu_driver_mode."""
-    decided = driver_mode.decide("operator", [], None)["gpu_operator_values"]
+    decided = gpu_driver_mode.decide("operator", [], None)["gpu_operator_values"]
     settings = {"driver_values": decided, "driver_version": "", "nfd_enabled": True, "dcgm_exporter_enabled": True,
                 "dcgm_exporter_service_monitor": False, "mig_strategy": "single", "device_plugin_config": {},
                 "rdma_enabled": False, "rdma_use_host_mofed": False, "image_pull_secrets": [],

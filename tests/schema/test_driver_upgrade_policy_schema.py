@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
-    gpu_driver_upgrade as driver_upgrade)
+    gpu_driver_upgrade)
 from tests.schema import crdschema, pinned_charts
 
 POLICIES = [
@@ -44,20 +44,20 @@ def defaults():
 
 @pytest.mark.parametrize("given", POLICIES)
 def test_values_exist_in_the_chart_and_render_valid_against_the_crd(given, defaults):
-    values = driver_upgrade.check_policy(given)
+    values = gpu_driver_upgrade.check_policy(given)
     assert crdschema.check_values_keys({"driver": {"upgradePolicy": values}}, defaults) == []
-    assert crdschema.crd_errors(cluster_policy(driver_upgrade.cluster_policy_spec(values))) == []
+    assert crdschema.crd_errors(cluster_policy(gpu_driver_upgrade.cluster_policy_spec(values))) == []
 
 
 def test_the_defaults_are_the_charts(defaults):
     with open(defaults) as handle:
         chart = yaml.safe_load(handle)["driver"]["upgradePolicy"]
-    assert driver_upgrade.POLICY_DEFAULTS == chart
+    assert gpu_driver_upgrade.POLICY_DEFAULTS == chart
 
 
 def test_the_crd_catches_what_the_domain_refuses():
     """The schema test can fail: values the domain refuses are invalid for the CRD too (or unknown to it)."""
-    spec = driver_upgrade.cluster_policy_spec(driver_upgrade.check_policy({}))
+    spec = gpu_driver_upgrade.cluster_policy_spec(gpu_driver_upgrade.check_policy({}))
     bad = copy.deepcopy(spec)
     bad["drain"]["timeoutSeconds"] = -1
     assert any("timeoutSeconds" in e for e in crdschema.crd_errors(cluster_policy(bad)))
@@ -77,4 +77,4 @@ def test_the_fixture_chart_renders_the_policy_as_the_domain_maps_it():
         template = handle.read()
     assert "podDeletion: {{ .gpuPodDeletion | toJson }}" in template
     with open(os.path.join(root, "fixtures", "charts", "gpu-operator", "values.yaml")) as handle:
-        assert yaml.safe_load(handle)["driver"]["upgradePolicy"] == driver_upgrade.POLICY_DEFAULTS
+        assert yaml.safe_load(handle)["driver"]["upgradePolicy"] == gpu_driver_upgrade.POLICY_DEFAULTS

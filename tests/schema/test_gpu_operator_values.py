@@ -9,13 +9,13 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operat
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.schema import crdschema, pinned_charts
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode as driver_mode
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode
 
 
 def decided(mode, rdma=False, mofed=False, nodes=(), cluster=None, cloud="unknown"):
     """The driver values gpu_driver_mode returns, as the role passes them on."""
-    return driver_mode.decide(mode, list(nodes), cluster, cloud_driver=cloud, rdma=rdma,
-                              host_mofed=mofed)["gpu_operator_values"]
+    return gpu_driver_mode.decide(mode, list(nodes), cluster, cloud_driver=cloud, rdma=rdma,
+                                  host_mofed=mofed)["gpu_operator_values"]
 
 
 BASE = {"driver_values": decided("operator"), "driver_version": "", "nfd_enabled": True,

@@ -15,7 +15,7 @@ import json
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
-    nic_cluster_policy_render as nic_policy_render, nic_cluster_policy_validate as nic_policy_validate)
+    nic_cluster_policy_render, nic_cluster_policy_validate)
 from tests.schema import crdschema
 
 REPOSITORY = "Azure/aks-rdma-infiniband"
@@ -99,8 +99,8 @@ MODES = {
 
 
 def rendered(mode, **changes):
-    request = nic_policy_validate.build_request(dict(BASE, **dict(MODES[mode], **changes)))
-    objects = nic_policy_render.render(request)
+    request = nic_cluster_policy_validate.build_request(dict(BASE, **dict(MODES[mode], **changes)))
+    objects = nic_cluster_policy_render.render(request)
     for obj in objects:
         crdschema.validate(obj)
     return request, objects
@@ -168,16 +168,16 @@ def test_ipoib_keeps_the_shared_device_plugin_beside_the_ipoib_cni():
 
 def test_ipoib_pods_claim_the_rdma_resource_and_join_the_ipoib_network():
     request = rendered("ipoib")[0]
-    pod = nic_policy_render.example_pod(request, gpus=8)
+    pod = nic_cluster_policy_render.example_pod(request, gpus=8)
     assert pod["metadata"]["annotations"] == REFERENCE["ipoib_pods"]["value"]
     limits = pod["spec"]["containers"][0]["resources"]["limits"]
     assert limits == {"nvidia.com/gpu": 8, "rdma/shared_ib": 1}
-    assert nic_policy_render.pod_resources(request) == {"rdma/shared_ib": 1}
+    assert nic_cluster_policy_render.pod_resources(request) == {"rdma/shared_ib": 1}
 
 
 @pytest.mark.parametrize("node_type", NODE_TYPES)
 def test_sriov_pods_claim_every_nic_of_the_node(node_type):
     request = rendered("sriov", node_type=node_type)[0]
-    pod = nic_policy_render.example_pod(request, gpus=8)
+    pod = nic_cluster_policy_render.example_pod(request, gpus=8)
     assert pod["spec"]["containers"][0]["resources"]["limits"] == REFERENCE["sriov_pods"]["value"]
-    assert nic_policy_render.pod_resources(request) == {"rdma/ib": REFERENCE["sriov_pods"]["value"]["rdma/ib"]}
+    assert nic_cluster_policy_render.pod_resources(request) == {"rdma/ib": REFERENCE["sriov_pods"]["value"]["rdma/ib"]}

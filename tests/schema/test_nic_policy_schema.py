@@ -1,4 +1,4 @@
-"""Every object the nic_policy domain renders is valid against the real Network Operator v26.4.1 CRDs.
+"""Every object the nic_cluster_policy domain renders is valid against the real Network Operator v26.4.1 CRDs.
 
 The CRDs (NicClusterPolicy, IPoIBNetwork, HostDeviceNetwork, MacvlanNetwork, NV-IPAM IPPool) are the
 upstream files in ../shared/upstream/network-operator; a missing directory fails, never skips.
@@ -13,15 +13,15 @@ import pytest
 import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
-    nic_cluster_policy as nic_policy, nic_cluster_policy_render as nic_policy_render, nic_cluster_policy_validate as
+    nic_cluster_policy, nic_cluster_policy_render, nic_cluster_policy_validate as
     nic_policy_validate)
 from tests.schema import crdschema, pinned_charts
 
 
 def combos():
     for version, mode, ofed, ipam, link, gateway in itertools.product(
-            sorted(nic_policy.COMPONENT_IMAGES), nic_policy.MODES, (True, False), nic_policy.IPAMS,
-            nic_policy.LINK_TYPES, ("", "192.168.100.1")):
+            sorted(nic_cluster_policy.COMPONENT_IMAGES), nic_cluster_policy.MODES, (True, False), nic_cluster_policy.IPAMS,
+            nic_cluster_policy.LINK_TYPES, ("", "192.168.100.1")):
         if mode == "ipoib" and link == "ether":
             continue
         p = {"mode": mode, "network_operator_version": version, "ofed_driver": ofed, "ipam": ipam,
@@ -47,7 +47,7 @@ def _id(p):
 @pytest.mark.parametrize("p", COMBOS, ids=[_id(p) for p in COMBOS])
 def test_rendered_objects_validate_against_upstream_crds(p):
     request = nic_policy_validate.build_request(p)
-    objects = nic_policy_render.render(request)
+    objects = nic_cluster_policy_render.render(request)
     for obj in objects:
         crdschema.validate(obj)  # raises with every failing path
     for obj in objects[1:]:
@@ -61,13 +61,13 @@ def test_rendered_objects_validate_against_upstream_crds(p):
 def test_every_kind_is_covered():
     kinds = set()
     for p in COMBOS:
-        kinds.update(o["kind"] for o in nic_policy_render.render(nic_policy_validate.build_request(p)))
+        kinds.update(o["kind"] for o in nic_cluster_policy_render.render(nic_policy_validate.build_request(p)))
     assert kinds == {"NicClusterPolicy", "IPPool", "IPoIBNetwork", "HostDeviceNetwork", "MacvlanNetwork"}
 
 
 def test_pool_and_policy_have_the_upstream_scope():
     request = nic_policy_validate.build_request(COMBOS[0])
-    for obj in nic_policy_render.render(request):
+    for obj in nic_cluster_policy_render.render(request):
         (version,) = crdschema.catalog().lookup(obj["apiVersion"], obj["kind"])
         assert ("namespace" in obj["metadata"]) is version.namespaced, obj["kind"]
 
@@ -84,7 +84,7 @@ def test_whereabouts_is_no_policy_part_in_the_crd(shared_dir):
 
 
 def _table_matches(values, version):
-    table = nic_policy.COMPONENT_IMAGES[version]
+    table = nic_cluster_policy.COMPONENT_IMAGES[version]
     init = values["operator"]["ofedDriver"]["initContainer"]
     assert init["repository"] == table["multus"]["repository"]
     assert init["version"] == table["multus"]["version"] == "network-operator-v" + version

@@ -1,9 +1,9 @@
-"""Evidence builders and an independent oracle for the driver_mode domain tests: who owns the NVIDIA driver
+"""Evidence builders and an independent oracle for the gpu_driver_mode domain tests: who owns the NVIDIA driver
 (host, cloud image or the GPU Operator), written here from the rules in the module's docstring and comments."""
 import copy
 import itertools
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode as driver_mode
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import Refusal
 
 VERSION = "535.247.01"
@@ -180,8 +180,8 @@ def check(mode, named, policy, drivers, cloud, rdma, mofed):
     expected = oracle(mode, named, policy, drivers, cloud, rdma, mofed)
     problems = []
     try:
-        got = driver_mode.decide(mode, nodes, make_cluster(policy, drivers), cloud_driver=cloud, rdma=rdma,
-                                 host_mofed=mofed)
+        got = gpu_driver_mode.decide(mode, nodes, make_cluster(policy, drivers), cloud_driver=cloud, rdma=rdma,
+                                     host_mofed=mofed)
     except Refusal as exc:
         if expected[0] != "refuse":
             return ["refused, expected %r: %s" % (expected[1], exc.msg)]
@@ -189,7 +189,7 @@ def check(mode, named, policy, drivers, cloud, rdma, mofed):
         msg = exc.msg
         if not msg.startswith(HEADLINES[kind] % counts):
             problems.append("expected refusal %r (%s), got: %s" % (kind, HEADLINES[kind] % counts, msg))
-        if driver_mode.WAYS_OUT[kind] not in msg:
+        if gpu_driver_mode.WAYS_OUT[kind] not in msg:
             problems.append("the ways out of %r are missing: %s" % (kind, msg))
         if "Either (1)" not in msg or "(2)" not in msg or not msg.endswith("Nothing was changed."):
             problems.append("no two ways out / 'Nothing was changed': %s" % msg)
@@ -255,4 +255,4 @@ def run_table(cases):
     return count, failures
 
 
-OUTER = list(itertools.product(driver_mode.MODES, driver_mode.CLOUD_DRIVER, RDMA))
+OUTER = list(itertools.product(gpu_driver_mode.MODES, gpu_driver_mode.CLOUD_DRIVER, RDMA))

@@ -1,9 +1,9 @@
-"""Tests of the driver_mode domain on chosen examples spelled out, on the bugs the table tests found, and on
+"""Tests of the gpu_driver_mode domain on chosen examples spelled out, on the bugs the table tests found, and on
 bad inputs."""
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
-    gpu_driver_mode as driver_mode, gpu_host_facts as host_facts)
+    gpu_driver_mode, gpu_host_facts)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 from tests.unit.driver_mode_oracle import OUTER, POLICIES, SMI, ev, facts, make_node
 
@@ -13,15 +13,15 @@ from tests.unit.driver_mode_oracle import OUTER, POLICIES, SMI, ev, facts, make_
 
 def test_operator_keeps_the_nvidiadriver_crd_when_objects_exist():
     node = make_node("gpu-a", ev(gfd=True, pod=True))
-    got = driver_mode.decide("operator", [node], {"cluster_policy": None, "nvidia_drivers": ["a100", "h100"]})
+    got = gpu_driver_mode.decide("operator", [node], {"cluster_policy": None, "nvidia_drivers": ["a100", "h100"]})
     assert got["gpu_operator_values"]["driver"]["nvidiaDriverCRD"] == {"enabled": True, "deployDefaultCR": False}
-    got = driver_mode.decide("operator", [node], {"cluster_policy": POLICIES[1], "nvidia_drivers": []})
+    got = gpu_driver_mode.decide("operator", [node], {"cluster_policy": POLICIES[1], "nvidia_drivers": []})
     assert got["gpu_operator_values"]["driver"]["nvidiaDriverCRD"] == {"enabled": False}
 
 
 def test_auto_with_every_node_managed_and_loaded_is_host_with_host_peermem_and_no_toolkit():
     nodes = [make_node(n, ev("loaded", toolkit=True)) for n in ("gpu-b", "gpu-a")]
-    got = driver_mode.decide("auto", nodes, rdma=True, host_mofed=True)
+    got = gpu_driver_mode.decide("auto", nodes, rdma=True, host_mofed=True)
     assert (got["mode"], got["owner"], got["peermem"]) == ("host", "host", "host")
     assert got["gpu_operator_values"] == {"driver": {"enabled": False, "nvidiaDriverCRD": {"enabled": False}},
                                           "toolkit": {"enabled": False}}
@@ -31,16 +31,16 @@ def test_auto_with_every_node_managed_and_loaded_is_host_with_host_peermem_and_n
 
 def test_one_node_without_a_host_toolkit_keeps_the_operator_toolkit():
     nodes = [make_node("gpu-a", ev("loaded", toolkit=True)), make_node("gpu-b", ev("loaded", toolkit=False))]
-    assert driver_mode.decide("host", nodes)["gpu_operator_values"]["toolkit"] == {"enabled": True}
+    assert gpu_driver_mode.decide("host", nodes)["gpu_operator_values"]["toolkit"] == {"enabled": True}
 
 
 def test_nvidia_smi_alone_counts_as_a_host_driver():
     host = facts("neither", False)
     host["nvidia_smi"] = SMI
     node = {"name": "gpu-a", "host": host, "labels": {}, "driver_pods": []}
-    assert driver_mode.classify(node)["host_driver"] is True
+    assert gpu_driver_mode.classify(node)["host_driver"] is True
     with pytest.raises(Refusal) as info:
-        driver_mode.decide("operator", [node])
+        gpu_driver_mode.decide("operator", [node])
     assert "gpu-a: nvidia-smi at %s" % SMI in info.value.msg
 
 
@@ -56,9 +56,9 @@ def test_gfd_driver_labels_current_or_deprecated_show_a_host_driver_the_inventor
     driver, so host mode accepts it (and operator mode refuses it, naming the label)."""
     node = {"name": "dgx-a100-01", "host": None, "labels": dict(labels, **{"nvidia.com/gpu.present": "true"}),
             "driver_pods": []}
-    assert driver_mode.decide("host", [node])["owner"] == "host"
+    assert gpu_driver_mode.decide("host", [node])["owner"] == "host"
     with pytest.raises(Refusal) as info:
-        driver_mode.decide("operator", [node])
+        gpu_driver_mode.decide("operator", [node])
     assert "dgx-a100-01: label %s with no operator driver pod" % named in info.value.msg
 
 
@@ -66,19 +66,19 @@ def test_every_driver_pod_is_named_in_sorted_order():
     node = {"name": "gpu-a", "host": facts("packages", False), "labels": {},
             "driver_pods": ["gpu-operator/nvidia-gpu-driver-ubuntu22.04-x", "gpu-operator/nvidia-driver-daemonset-y"]}
     with pytest.raises(Refusal) as info:
-        driver_mode.decide("auto", [node])
+        gpu_driver_mode.decide("auto", [node])
     assert ("operator driver pod gpu-operator/nvidia-driver-daemonset-y, operator driver pod "
             "gpu-operator/nvidia-gpu-driver-ubuntu22.04-x") in info.value.msg
 
 
 def test_host_facts_summary_feeds_decide():
-    """The facts gpu_host_facts builds (host_facts.summarize) are what classify reads."""
-    summary = host_facts.summarize(
+    """The facts gpu_host_facts builds (gpu_host_facts.summarize) are what classify reads."""
+    summary = gpu_host_facts.summarize(
         "gpu-a", {"0000:3b:00.0": {"vendor": "0x10de\n", "class": "0x030200\n", "device": "0x2330\n"}},
         "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.247.01  Sat Apr 26 00:45:16 UTC 2025\n",
         "nvidia 56778752 2 nvidia_uvm, Live 0x0000000000000000 (POE)\n", {"nvidia-container-toolkit": "1.17.8-1"},
         SMI)
-    got = driver_mode.classify({"name": "gpu-a", "host": summary, "labels": None, "driver_pods": []})
+    got = gpu_driver_mode.classify({"name": "gpu-a", "host": summary, "labels": None, "driver_pods": []})
     assert got["host_driver"] and got["managed"] and got["host_toolkit"] and not got["in_cluster"]
     assert got["findings"] == ["driver 535.247.01 loaded (/proc/driver/nvidia/version)"]
 
@@ -90,18 +90,18 @@ AKS_NOTE = ("cloud_driver=present says every GPU node's image ships the driver (
 
 
 def test_auto_without_nodes_follows_a_cloud_driver():
-    got = driver_mode.decide("auto", [], cloud_driver="present")
+    got = gpu_driver_mode.decide("auto", [], cloud_driver="present")
     assert got["mode"] == "host" and got["owner"] == "cloud"
     assert got["gpu_operator_values"]["driver"]["enabled"] is False
 
 
 def test_operator_without_nodes_refuses_a_cloud_driver():
     with pytest.raises(Refusal):
-        driver_mode.decide("operator", [], cloud_driver="present")
+        gpu_driver_mode.decide("operator", [], cloud_driver="present")
 
 
 def test_host_without_nodes_turns_the_toolkit_off_for_a_cloud_driver():
-    got = driver_mode.decide("host", [], cloud_driver="present")
+    got = gpu_driver_mode.decide("host", [], cloud_driver="present")
     assert got["gpu_operator_values"]["toolkit"] == {"enabled": False}
 
 
@@ -131,8 +131,8 @@ def test_bad_input_names_the_field_and_the_fix(changes, field, words, fix):
     args = {"mode": "auto", "cloud_driver": "unknown", "rdma": False, "host_mofed": False}
     args.update(changes)
     with pytest.raises(ParamError) as info:  # checked before any node (this one would be refused)
-        driver_mode.decide(args["mode"], BOTH_NODE, None, cloud_driver=args["cloud_driver"], rdma=args["rdma"],
-                           host_mofed=args["host_mofed"])
+        gpu_driver_mode.decide(args["mode"], BOTH_NODE, None, cloud_driver=args["cloud_driver"], rdma=args["rdma"],
+                               host_mofed=args["host_mofed"])
     err = info.value
     assert err.field == field and err.details == {"field": field}
     assert str(err).startswith(field + ": ")
@@ -143,4 +143,4 @@ def test_bad_input_names_the_field_and_the_fix(changes, field, words, fix):
 
 def test_check_inputs_accepts_every_valid_combination():
     for mode, cloud, (rdma, mofed) in OUTER:
-        assert driver_mode.check_inputs(mode, cloud, rdma, mofed) is None
+        assert gpu_driver_mode.check_inputs(mode, cloud, rdma, mofed) is None

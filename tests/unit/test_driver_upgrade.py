@@ -7,7 +7,7 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode as driver_mode
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import gpu_operator
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_upgrade as du
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
@@ -110,7 +110,7 @@ def test_max_in_parallel(policy, nodes, expected):
 def settings(mode, policy):
     nodes = [{"name": "n1", "host": {"node_name": "n1", "driver_loaded": True, "driver_version": "535.247.01",
                                      "toolkit_packages": {}}}] if mode == "host" else []
-    decided = driver_mode.decide(mode, nodes, None)["gpu_operator_values"]
+    decided = gpu_driver_mode.decide(mode, nodes, None)["gpu_operator_values"]
     return {"driver_values": decided, "driver_version": "", "nfd_enabled": True, "dcgm_exporter_enabled": True,
             "dcgm_exporter_service_monitor": False, "mig_strategy": "single", "device_plugin_config": {},
             "rdma_enabled": False, "rdma_use_host_mofed": False, "image_pull_secrets": [], "extra_values": {},
@@ -236,7 +236,8 @@ def test_auto_upgrade_off_needs_no_state_labels_but_current_pods():
 
 def test_expected_version_from_the_pod_else_gfd():
     dss = [daemonset()]
-    vs = views([node("a", "upgrade-done"), node("b", "upgrade-done", **{du_state.GFD_FULL: "595.91.07"})], [pod("a")], dss)
+    vs = views([node("a", "upgrade-done"), node("b", "upgrade-done",
+               **{du_state.GFD_FULL: "595.91.07"})], [pod("a")], dss)
     assert [v["driver_version"] for v in vs] == ["595.91.07", "595.91.07"]
     assert du_state.evaluate(vs, dss, True, "595.91.07")["done"]
     verdict = du_state.evaluate(vs, dss, True, "595.100.05")

@@ -1,9 +1,9 @@
-"""Table-driven tests of the host_facts domain: parsing /proc/driver/nvidia/version, /proc/modules,
+"""Table-driven tests of the gpu_host_facts domain: parsing /proc/driver/nvidia/version, /proc/modules,
 dpkg-query and rpm output and PCI attributes, which package names count as a driver or a toolkit, and
 the summary gpu_driver_mode reads."""
 import pytest
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_host_facts as host_facts
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_host_facts
 
 # Real /proc/driver/nvidia/version texts (two lines each; the second is the compiler).
 PROPRIETARY = ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.247.01  Sat Apr 26 00:45:16 UTC 2025\n"
@@ -34,7 +34,7 @@ DEBIAN_470 = ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.256.02  Thu M
     ("NVRM version: something else 535.247.01\n", ""),
 ])
 def test_driver_version(text, version):
-    assert host_facts.driver_version(text) == version
+    assert gpu_host_facts.driver_version(text) == version
 
 
 PROC_MODULES = """\
@@ -69,7 +69,7 @@ nvidia 56778752 2 nvidia_current_peermem,nvidia_current_uvm, Live 0x000000000000
     (None, []),
 ])
 def test_loaded_modules(text, modules):
-    assert host_facts.loaded_modules(text) == modules
+    assert gpu_host_facts.loaded_modules(text) == modules
 
 
 DPKG = "\n".join([
@@ -88,7 +88,7 @@ DPKG = "\n".join([
 
 
 def test_parse_dpkg_keeps_installed_packages_only():
-    assert host_facts.parse_dpkg(DPKG) == {
+    assert gpu_host_facts.parse_dpkg(DPKG) == {
         "nvidia-driver-535-server": "535.247.01-0ubuntu0.22.04.1",
         "nvidia-dkms-535-server": "535.247.01-0ubuntu0.22.04.1",
         "nvidia-container-toolkit": "1.17.8-1",
@@ -100,12 +100,12 @@ def test_parse_dpkg_keeps_installed_packages_only():
 
 @pytest.mark.parametrize("text", ["", None, "\n", "nvidia-kernel-dkms\t535.216.01-1~deb12u1\trc \n"])
 def test_parse_dpkg_nothing_installed(text):
-    assert host_facts.parse_dpkg(text) == {}
+    assert gpu_host_facts.parse_dpkg(text) == {}
 
 
 def test_parse_dpkg_keeps_held_packages():
     text = "nvidia-driver-535-server\t535.247.01-0ubuntu0.22.04.1\thi \n"
-    assert host_facts.parse_dpkg(text) == {"nvidia-driver-535-server": "535.247.01-0ubuntu0.22.04.1"}
+    assert gpu_host_facts.parse_dpkg(text) == {"nvidia-driver-535-server": "535.247.01-0ubuntu0.22.04.1"}
 
 
 RPM = "\n".join([
@@ -121,14 +121,14 @@ RPM = "\n".join([
 
 
 def test_parse_rpm():
-    assert host_facts.parse_rpm(RPM) == {
+    assert gpu_host_facts.parse_rpm(RPM) == {
         "kmod-nvidia-latest-dkms": "535.247.01-1.el8",
         "nvidia-driver": "580.95.05-1.el9",
         "nvidia-driver-cuda": "580.95.05-1.el9",
         "nvidia-container-toolkit": "1.17.8-1",
         "glibc": "2.34-100.el9_4.2",
     }
-    assert host_facts.parse_rpm("") == {} and host_facts.parse_rpm(None) == {}
+    assert gpu_host_facts.parse_rpm("") == {} and gpu_host_facts.parse_rpm(None) == {}
 
 
 DRIVER_PACKAGES = [
@@ -156,14 +156,14 @@ NOT_DRIVER_PACKAGES = [
 
 @pytest.mark.parametrize("name", DRIVER_PACKAGES)
 def test_driver_packages(name):
-    assert host_facts.DRIVER_PACKAGE.match(name)
-    assert host_facts.select_packages({name: "1", "libc6": "2"}, host_facts.DRIVER_PACKAGE) == {name: "1"}
+    assert gpu_host_facts.DRIVER_PACKAGE.match(name)
+    assert gpu_host_facts.select_packages({name: "1", "libc6": "2"}, gpu_host_facts.DRIVER_PACKAGE) == {name: "1"}
 
 
 @pytest.mark.parametrize("name", NOT_DRIVER_PACKAGES)
 def test_not_driver_packages(name):
-    assert not host_facts.DRIVER_PACKAGE.match(name)
-    assert host_facts.select_packages({name: "1"}, host_facts.DRIVER_PACKAGE) == {}
+    assert not gpu_host_facts.DRIVER_PACKAGE.match(name)
+    assert gpu_host_facts.select_packages({name: "1"}, gpu_host_facts.DRIVER_PACKAGE) == {}
 
 
 @pytest.mark.parametrize("name, toolkit", [
@@ -172,13 +172,13 @@ def test_not_driver_packages(name):
     ("nvidia-container-toolkit-operator-extensions", False), ("nvidia-driver-535-server", False),
 ])
 def test_toolkit_packages(name, toolkit):
-    assert bool(host_facts.TOOLKIT_PACKAGE.match(name)) is toolkit
+    assert bool(gpu_host_facts.TOOLKIT_PACKAGE.match(name)) is toolkit
 
 
 def test_select_packages_returns_sorted_matches():
     packages = {"nvidia-kernel-dkms": "535.216.01-1~deb12u1", "nvidia-smi": "535.216.01-1~deb12u1",
                 "nvidia-driver": "535.216.01-1~deb12u1", "libc6": "2.36-9+deb12u9"}
-    got = host_facts.select_packages(packages, host_facts.DRIVER_PACKAGE)
+    got = gpu_host_facts.select_packages(packages, gpu_host_facts.DRIVER_PACKAGE)
     assert list(got.items()) == [("nvidia-driver", "535.216.01-1~deb12u1"),
                                  ("nvidia-kernel-dkms", "535.216.01-1~deb12u1")]
 
@@ -196,8 +196,8 @@ PCI = {
 
 
 def test_gpu_devices_counts_nvidia_vga_and_3d_controllers_only():
-    assert host_facts.gpu_devices(PCI) == [{"address": "0000:17:00.0", "device": "0x1eb8"},
-                                           {"address": "0000:3b:00.0", "device": "0x2330"}]
+    assert gpu_host_facts.gpu_devices(PCI) == [{"address": "0000:17:00.0", "device": "0x1eb8"},
+                                               {"address": "0000:3b:00.0", "device": "0x2330"}]
 
 
 @pytest.mark.parametrize("vendor, klass, counts", [
@@ -212,21 +212,21 @@ def test_gpu_devices_counts_nvidia_vga_and_3d_controllers_only():
     ("0x10de", "", False),
 ])
 def test_gpu_devices_vendor_and_class(vendor, klass, counts):
-    got = host_facts.gpu_devices({"0000:01:00.0": {"vendor": vendor, "class": klass, "device": "0x20b5"}})
+    got = gpu_host_facts.gpu_devices({"0000:01:00.0": {"vendor": vendor, "class": klass, "device": "0x20b5"}})
     assert got == ([{"address": "0000:01:00.0", "device": "0x20b5"}] if counts else [])
 
 
 def test_gpu_devices_of_nothing():
-    assert host_facts.gpu_devices({}) == [] and host_facts.gpu_devices(None) == []
-    assert host_facts.gpu_devices({"0000:01:00.0": {}}) == []
+    assert gpu_host_facts.gpu_devices({}) == [] and gpu_host_facts.gpu_devices(None) == []
+    assert gpu_host_facts.gpu_devices({"0000:01:00.0": {}}) == []
 
 
 # ---------------------------------------------------------------- summarize
 
 
 def test_summarize_ubuntu_host_with_a_loaded_driver():
-    packages = host_facts.parse_dpkg(DPKG)
-    got = host_facts.summarize("gpu-a", PCI, PROPRIETARY, PROC_MODULES, packages, "/usr/bin/nvidia-smi")
+    packages = gpu_host_facts.parse_dpkg(DPKG)
+    got = gpu_host_facts.summarize("gpu-a", PCI, PROPRIETARY, PROC_MODULES, packages, "/usr/bin/nvidia-smi")
     relevant = got.pop("packages")
     assert "libc6" not in relevant and relevant["libnvidia-compute-535-server"] == "535.247.01-0ubuntu0.22.04.1"
     assert got == {
@@ -246,7 +246,7 @@ def test_summarize_ubuntu_host_with_a_loaded_driver():
 
 
 def test_summarize_debian_peermem_is_nvidia_current_peermem():
-    got = host_facts.summarize("gpu-b", PCI, DEBIAN_470, DEBIAN_MODULES, {}, "")
+    got = gpu_host_facts.summarize("gpu-b", PCI, DEBIAN_470, DEBIAN_MODULES, {}, "")
     assert got["peermem_loaded"] is True and got["driver_version"] == "470.256.02"
 
 
@@ -257,7 +257,7 @@ def test_summarize_debian_peermem_is_nvidia_current_peermem():
     ("", "nouveau 2899968 0 - Live 0x0\n", False, ""),
 ])
 def test_summarize_driver_loaded(version_text, modules_text, loaded, version):
-    got = host_facts.summarize("n", {}, version_text, modules_text, {}, None)
+    got = gpu_host_facts.summarize("n", {}, version_text, modules_text, {}, None)
     assert got["driver_loaded"] is loaded and got["driver_version"] == version
     assert got["nvidia_smi"] == ""
 
@@ -265,8 +265,8 @@ def test_summarize_driver_loaded(version_text, modules_text, loaded, version):
 def test_summarize_bare_host_with_nouveau_and_only_tools():
     packages = {"nvidia-smi": "535.216.01-1~deb12u1", "nvidia-settings": "535.171.04-1", "libnvidia-ml1": "1",
                 "nvidia-container-toolkit": "1.17.8-1"}
-    got = host_facts.summarize("n", {"0000:3b:00.0": PCI["0000:3b:00.0"]}, None,
-                               "nouveau 2899968 0 - Live 0x0\n", packages, "")
+    got = gpu_host_facts.summarize("n", {"0000:3b:00.0": PCI["0000:3b:00.0"]}, None,
+                                   "nouveau 2899968 0 - Live 0x0\n", packages, "")
     assert got["gpu_present"] is True and got["nouveau_loaded"] is True
     assert got["driver_loaded"] is False and got["driver_packages"] == {}
     assert got["toolkit_packages"] == {"nvidia-container-toolkit": "1.17.8-1"}
@@ -274,8 +274,8 @@ def test_summarize_bare_host_with_nouveau_and_only_tools():
 
 
 def test_summarize_host_without_gpu():
-    got = host_facts.summarize("n", {k: PCI[k] for k in ("0000:1a:00.0", "0000:17:00.1", "0000:00:02.0")},
-                               "", "", {}, "")
+    got = gpu_host_facts.summarize("n", {k: PCI[k] for k in ("0000:1a:00.0", "0000:17:00.1", "0000:00:02.0")},
+                                   "", "", {}, "")
     assert got["gpu_present"] is False and got["gpus"] == []
 
 
@@ -286,7 +286,7 @@ def test_packages_reported_are_the_driver_related_ones_and_those_asked_for():
     packages = {"nvidia-kernel-dkms": "535", "libcuda1": "535", "linux-headers-6.1.0-28-amd64": "6.1", "dkms": "3.0",
                 "firmware-nvidia-gsp": "535", "cuda-drivers-580": "580", "kmod-nvidia-latest-dkms": "580",
                 "kernel-devel-5.14.0": "5.14", "libc6": "2.36", "make": "4.3", "python3": "3.11"}
-    got = host_facts.summarize("n", {}, "", "", packages, "", extra_names=("make",))["packages"]
+    got = gpu_host_facts.summarize("n", {}, "", "", packages, "", extra_names=("make",))["packages"]
     assert sorted(got) == ["cuda-drivers-580", "dkms", "firmware-nvidia-gsp", "kernel-devel-5.14.0",
                            "kmod-nvidia-latest-dkms", "libcuda1", "linux-headers-6.1.0-28-amd64", "make",
                            "nvidia-kernel-dkms"]
@@ -317,7 +317,7 @@ SLES_OS_RELEASE = 'NAME="SLES"\nVERSION_ID="15.6"\nID="sles"\nID_LIKE="suse"\n'
     ("", "", ("unknown", "unknown", "", "")),
 ])
 def test_os_info_from_os_release(text, debian_version, expected):
-    got = host_facts.os_info(text, "x86_64", "6.1.0-28-amd64", debian_version)
+    got = gpu_host_facts.os_info(text, "x86_64", "6.1.0-28-amd64", debian_version)
     assert (got["family"], got["distribution"], got["major"], got["version"]) == expected
     assert got["architecture"] == "x86_64" and got["kernel"] == "6.1.0-28-amd64"
 
@@ -325,7 +325,7 @@ def test_os_info_from_os_release(text, debian_version, expected):
 def test_os_info_feeds_the_host_driver_plan():
     """The OS read from /etc/os-release is what host_driver plans from (Debian 12: branch 535 from non-free)."""
     from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import host_driver
-    got = host_driver.plan(host_facts.os_info(DEBIAN_OS_RELEASE, "x86_64", "6.1.0-28-amd64", "12.11"),
+    got = host_driver.plan(gpu_host_facts.os_info(DEBIAN_OS_RELEASE, "x86_64", "6.1.0-28-amd64", "12.11"),
                            {"branch": "535", "source": "distribution", "kernel_headers": False,
                             "debian_mirror": "http://deb.debian.org/debian",
                             "debian_security_mirror": "http://deb.debian.org/debian-security"})

@@ -5,7 +5,7 @@ import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import images
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
-    nic_cluster_policy_render as nic_policy_render, nic_cluster_policy_validate as nic_policy_validate)
+    nic_cluster_policy_render, nic_cluster_policy_validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 MIRRORS = {"nvcr.io": "harbor.example.com/nvcr", "docker.io": "harbor.example.com:8443/hub"}
@@ -86,7 +86,8 @@ def test_chart_values_set_each_repository_of_a_mirrored_registry():
 
 
 def test_mirror_image_checks_the_pin_first():
-    assert images.mirror_image("f", "nvcr.io/nvidia/cuda:12.9.1", MIRRORS) == "harbor.example.com/nvcr/nvidia/cuda:12.9.1"
+    assert images.mirror_image("f", "nvcr.io/nvidia/cuda:12.9.1",
+                               MIRRORS) == "harbor.example.com/nvcr/nvidia/cuda:12.9.1"
     with pytest.raises(ParamError) as err:
         images.mirror_image("smoke_tests_image", "nvcr.io/nvidia/cuda", MIRRORS)
     assert err.value.field == "smoke_tests_image" and "not pinned" in err.value.msg
@@ -95,8 +96,8 @@ def test_mirror_image_checks_the_pin_first():
 def test_the_nic_cluster_policy_pulls_every_component_from_the_mirror_with_the_same_versions():
     params = {"mode": "rdma_shared", "network_operator_version": "26.4.1", "ip_range": "192.168.100.0/24",
               "selectors": {"vendors": ["15b3"], "interfaces": ["ibs1f0"]}}
-    plain = nic_policy_render.render_policy(nic_policy_validate.build_request(params))
-    mirrored = nic_policy_render.render_policy(nic_policy_validate.build_request(dict(params, image_mirrors={
+    plain = nic_cluster_policy_render.render_policy(nic_cluster_policy_validate.build_request(params))
+    mirrored = nic_cluster_policy_render.render_policy(nic_cluster_policy_validate.build_request(dict(params, image_mirrors={
         "nvcr.io": "harbor.example.com/nvcr"})))
     components = [k for k, v in plain["spec"].items() if isinstance(v, dict) and "repository" in v]
     components += ["secondaryNetwork." + k for k in plain["spec"]["secondaryNetwork"]]
@@ -109,7 +110,7 @@ def test_the_nic_cluster_policy_pulls_every_component_from_the_mirror_with_the_s
         assert after["repository"] == "harbor.example.com/nvcr/nvidia/mellanox"
         assert dict(after, repository=before["repository"]) == before, "only the repository changes"
     with pytest.raises(ParamError) as err:
-        nic_policy_validate.build_request(dict(params, image_mirrors={"nvcr.io": "http://h.example.com"}))
+        nic_cluster_policy_validate.build_request(dict(params, image_mirrors={"nvcr.io": "http://h.example.com"}))
     assert err.value.field == "image_mirrors.nvcr.io"
 
 
@@ -141,13 +142,14 @@ def test_pin_overrides_are_refused_unless_allowed():
 def test_the_nic_cluster_policy_pulls_with_the_given_secrets():
     params = {"mode": "rdma_shared", "network_operator_version": "26.4.1", "ip_range": "192.168.100.0/24",
               "selectors": {"vendors": ["15b3"], "interfaces": ["ibs1f0"]}, "image_pull_secrets": ["harbor-pull"]}
-    spec = nic_policy_render.render_policy(nic_policy_validate.build_request(params))["spec"]
-    parts = [spec["ofedDriver"], spec["rdmaSharedDevicePlugin"], spec["nvIpam"]] + list(spec["secondaryNetwork"].values())
+    spec = nic_cluster_policy_render.render_policy(nic_cluster_policy_validate.build_request(params))["spec"]
+    parts = [spec["ofedDriver"], spec["rdmaSharedDevicePlugin"],
+             spec["nvIpam"]] + list(spec["secondaryNetwork"].values())
     assert all(part["imagePullSecrets"] == ["harbor-pull"] for part in parts)
-    assert "imagePullSecrets" not in nic_policy_render.render_policy(nic_policy_validate.build_request(
+    assert "imagePullSecrets" not in nic_cluster_policy_render.render_policy(nic_cluster_policy_validate.build_request(
         dict(params, image_pull_secrets=[])))["spec"]["ofedDriver"]
     with pytest.raises(ParamError) as err:
-        nic_policy_validate.build_request(dict(params, image_pull_secrets=["Bad_Name"]))
+        nic_cluster_policy_validate.build_request(dict(params, image_pull_secrets=["Bad_Name"]))
     assert err.value.field == "image_pull_secrets[0]"
 
 
@@ -156,4 +158,4 @@ def test_a_mirrored_policy_with_pull_secrets_meets_the_crd(shared_dir):
     params = {"mode": "sriov", "network_operator_version": "26.4.1", "ip_range": "10.20.0.0/16",
               "selectors": {"vendors": ["15b3"], "device_ids": ["101e"]}, "image_pull_secrets": ["harbor-pull"],
               "image_mirrors": {"nvcr.io": "harbor.example.com/nvcr"}, "node_type": "nd-h100-v5"}
-    crdschema.validate(nic_policy_render.render_policy(nic_policy_validate.build_request(params)))
+    crdschema.validate(nic_cluster_policy_render.render_policy(nic_cluster_policy_validate.build_request(params)))

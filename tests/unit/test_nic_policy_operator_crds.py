@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
-    nic_cluster_policy_render as nic_policy_render)
+    nic_cluster_policy_render)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import nic_cluster_policy as workflow
 
@@ -54,7 +54,7 @@ class OperatorCluster:
 
 def objects():
     policy, _outputs = workflow.request(dict(PARAMS))
-    return nic_policy_render.render(policy)
+    return nic_cluster_policy_render.render(policy)
 
 
 def test_the_ippool_is_applied_after_the_policy_once_the_operator_serves_its_crd():

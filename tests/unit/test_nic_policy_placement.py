@@ -2,7 +2,7 @@
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
-    nic_cluster_policy_render as nic_policy_render, nic_cluster_policy_validate as nic_policy_validate)
+    nic_cluster_policy_render, nic_cluster_policy_validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 BASE_POLICY = {"mode": "rdma_shared", "network_operator_version": "26.4.1", "ip_range": "192.168.100.0/24",
@@ -10,15 +10,16 @@ BASE_POLICY = {"mode": "rdma_shared", "network_operator_version": "26.4.1", "ip_
 
 
 def test_the_policy_runs_on_mellanox_nic_nodes_by_default():
-    spec = nic_policy_render.render_policy(nic_policy_validate.build_request(BASE_POLICY))["spec"]
+    spec = nic_cluster_policy_render.render_policy(nic_cluster_policy_validate.build_request(BASE_POLICY))["spec"]
     [term] = spec["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert term == {"matchExpressions": [{"key": "feature.node.kubernetes.io/pci-15b3.present", "operator": "In",
                                           "values": ["true"]}]}
     mine = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "nodepool", "operator": "In", "values": ["training"]}]}]}}
-    spec = nic_policy_render.render_policy(nic_policy_validate.build_request(dict(BASE_POLICY, node_affinity=mine)))["spec"]
+    spec = nic_cluster_policy_render.render_policy(
+        nic_cluster_policy_validate.build_request(dict(BASE_POLICY, node_affinity=mine)))["spec"]
     assert spec["nodeAffinity"] == mine
-    assert "nodeAffinity" not in nic_policy_render.render_policy(nic_policy_validate.build_request(
+    assert "nodeAffinity" not in nic_cluster_policy_render.render_policy(nic_cluster_policy_validate.build_request(
         dict(BASE_POLICY, node_affinity={})))["spec"], "{} means every node"
 
 
@@ -29,16 +30,17 @@ def test_the_policy_runs_on_mellanox_nic_nodes_by_default():
 ])
 def test_a_bad_node_affinity_is_refused(value, field):
     with pytest.raises(ParamError) as err:
-        nic_policy_validate.build_request(dict(BASE_POLICY, node_affinity=value))
+        nic_cluster_policy_validate.build_request(dict(BASE_POLICY, node_affinity=value))
     assert err.value.field == field
 
 
 def test_the_doca_driver_upgrades_one_drained_node_at_a_time():
-    driver = nic_policy_render.render_policy(nic_policy_validate.build_request(BASE_POLICY))["spec"]["ofedDriver"]
+    driver = nic_cluster_policy_render.render_policy(
+        nic_cluster_policy_validate.build_request(BASE_POLICY))["spec"]["ofedDriver"]
     policy = driver["upgradePolicy"]
     assert policy["autoUpgrade"] is True and policy["maxParallelUpgrades"] == 1
     assert policy["drain"]["enable"] is True and policy["drain"]["timeoutSeconds"] == 300
-    changed = nic_policy_validate.build_request(dict(BASE_POLICY, driver_upgrade_policy={
+    changed = nic_cluster_policy_validate.build_request(dict(BASE_POLICY, driver_upgrade_policy={
         "maxParallelUpgrades": 2, "drain": {"timeoutSeconds": 600}}))
     assert changed.upgrade_policy["maxParallelUpgrades"] == 2 and changed.upgrade_policy["drain"]["timeoutSeconds"] == 600
     assert changed.upgrade_policy["drain"]["enable"] is True, "the keys left out keep the safe default"
@@ -52,11 +54,12 @@ def test_the_doca_driver_upgrades_one_drained_node_at_a_time():
 ])
 def test_a_bad_doca_upgrade_policy_is_refused_naming_the_key(policy, field):
     with pytest.raises(ParamError) as err:
-        nic_policy_validate.build_request(dict(BASE_POLICY, driver_upgrade_policy=policy))
+        nic_cluster_policy_validate.build_request(dict(BASE_POLICY, driver_upgrade_policy=policy))
     assert err.value.field == field
 
 
 def test_an_upgrade_policy_without_the_doca_driver_is_refused():
     with pytest.raises(ParamError) as err:
-        nic_policy_validate.build_request(dict(BASE_POLICY, ofed_driver=False, driver_upgrade_policy={"autoUpgrade": False}))
+        nic_cluster_policy_validate.build_request(
+            dict(BASE_POLICY, ofed_driver=False, driver_upgrade_policy={"autoUpgrade": False}))
     assert err.value.field == "driver_upgrade_policy"

@@ -2,7 +2,7 @@
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
-    nic_cluster_policy as nic_policy, nic_cluster_policy_validate as nic_policy_validate)
+    nic_cluster_policy, nic_cluster_policy_validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.unit.nic_policy_helpers import params
 
@@ -104,7 +104,7 @@ BAD = [
 @pytest.mark.parametrize("changes, field, words", BAD, ids=["%s-%d" % (b[1], i) for i, b in enumerate(BAD)])
 def test_bad_input_names_field_and_fix(changes, field, words):
     with pytest.raises(ParamError) as err:
-        nic_policy_validate.build_request(params(**changes))
+        nic_cluster_policy_validate.build_request(params(**changes))
     # Every option is checked: a case that is wrong in two ways (sriov with rdma_hca_max and without a NIC count)
     # reports both, each on its own (``parts``).
     [error] = [e for e in getattr(err.value, "parts", [err.value]) if e.field == field]
@@ -116,8 +116,8 @@ def test_bad_input_names_field_and_fix(changes, field, words):
 def test_every_mistake_is_reported_not_only_the_first():
     """Independent options are all checked; one that needs a wrong one (the gateway, the range) is left out."""
     with pytest.raises(ParamError) as err:
-        nic_policy_validate.build_request(params(mode="ipoib", ip_range="192.168.100.0/33", ip_gateway="10.9.9.9",
-                                                 selectors={"vendors": ["zz"]}, network_name="UPPER"))
+        nic_cluster_policy_validate.build_request(params(mode="ipoib", ip_range="192.168.100.0/33", ip_gateway="10.9.9.9",
+                                                         selectors={"vendors": ["zz"]}, network_name="UPPER"))
     assert [e.field for e in err.value.parts] == ["selectors.vendors", "ip_range", "network_name"]
     assert err.value.msg.startswith("selectors.vendors, ip_range, network_name: 3 NicClusterPolicy options are wrong: ")
 
@@ -131,6 +131,6 @@ def test_bad_cases_cover_every_required_kind():
 
 def test_unknown_version_lists_the_known_ones():
     with pytest.raises(ParamError) as err:
-        nic_policy_validate.build_request(params(network_operator_version="v25.10.0"))
-    for version in nic_policy.COMPONENT_IMAGES:
+        nic_cluster_policy_validate.build_request(params(network_operator_version="v25.10.0"))
+    for version in nic_cluster_policy.COMPONENT_IMAGES:
         assert version in err.value.msg

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
-    nic_cluster_policy as nic_policy, nic_cluster_policy_render as nic_policy_render, nic_cluster_policy_validate as
+    nic_cluster_policy, nic_cluster_policy_render, nic_cluster_policy_validate as
     nic_policy_validate)
 from tests.unit.nic_policy_helpers import params
 
@@ -15,8 +15,8 @@ from tests.unit.nic_policy_helpers import params
 def valid_params():
     """Every valid mode x ofed x ipam x link type x version combination (plus gateway variants)."""
     for version, mode, ofed, ipam, link in itertools.product(
-            sorted(nic_policy.COMPONENT_IMAGES), nic_policy.MODES, (True, False), nic_policy.IPAMS,
-            nic_policy.LINK_TYPES):
+            sorted(nic_cluster_policy.COMPONENT_IMAGES), nic_cluster_policy.MODES, (True, False), nic_cluster_policy.IPAMS,
+            nic_cluster_policy.LINK_TYPES):
         if mode == "ipoib" and link == "ether":
             continue
         p = {"mode": mode, "network_operator_version": version, "ofed_driver": ofed, "ipam": ipam,
@@ -45,7 +45,7 @@ VALID = list(valid_params())
 @pytest.mark.parametrize("p", VALID, ids=[ids(p) for p in VALID])
 def test_valid_combinations_render(p):
     request = nic_policy_validate.build_request(p)
-    objects = nic_policy_render.render(request)
+    objects = nic_cluster_policy_render.render(request)
     kinds = [o["kind"] for o in objects]
     expected = ["NicClusterPolicy"] + (["IPPool"] if request.ipam == "nv-ipam" else []) + [request.network_kind]
     assert kinds == expected
@@ -60,15 +60,15 @@ def test_valid_combinations_render(p):
     assert set(spec["secondaryNetwork"]) == {"multus", "cniPlugins"} | (
         {"ipoib"} if request.network_kind == "IPoIBNetwork" else set())
     # deterministic: the same input renders the same objects, byte for byte
-    again = nic_policy_render.render(nic_policy_validate.build_request(copy.deepcopy(p)))
+    again = nic_cluster_policy_render.render(nic_policy_validate.build_request(copy.deepcopy(p)))
     assert json.dumps(again, sort_keys=True) == json.dumps(objects, sort_keys=True)
 
 
 @pytest.mark.parametrize("p", VALID, ids=[ids(p) for p in VALID])
 def test_images_come_from_the_table_of_the_version(p):
     request = nic_policy_validate.build_request(p)
-    table = nic_policy.COMPONENT_IMAGES[request.network_operator_version]
-    spec = nic_policy_render.render(request)[0]["spec"]
+    table = nic_cluster_policy.COMPONENT_IMAGES[request.network_operator_version]
+    spec = nic_cluster_policy_render.render(request)[0]["spec"]
     parts = dict(spec.get("secondaryNetwork", {}))
     parts.update({k: v for k, v in spec.items() if k not in ("secondaryNetwork", "nodeAffinity")})
     for name, part in parts.items():
@@ -78,11 +78,11 @@ def test_images_come_from_the_table_of_the_version(p):
 
 
 def test_image_table_pins_each_release():
-    assert set(nic_policy.COMPONENT_IMAGES) >= {"26.4.0", "26.4.1"}
-    assert nic_policy.COMPONENT_IMAGES["26.4.1"]["ofedDriver"] == {
+    assert set(nic_cluster_policy.COMPONENT_IMAGES) >= {"26.4.0", "26.4.1"}
+    assert nic_cluster_policy.COMPONENT_IMAGES["26.4.1"]["ofedDriver"] == {
         "repository": "nvcr.io/nvidia/mellanox", "image": "doca-driver", "version": "doca3.4.1-26.04-1.1.0.0-1"}
-    assert nic_policy.COMPONENT_IMAGES["26.4.0"]["ofedDriver"]["version"] == "doca3.4.0-26.04-0.8.6.0-0"
-    for version, table in nic_policy.COMPONENT_IMAGES.items():
+    assert nic_cluster_policy.COMPONENT_IMAGES["26.4.0"]["ofedDriver"]["version"] == "doca3.4.0-26.04-0.8.6.0-0"
+    for version, table in nic_cluster_policy.COMPONENT_IMAGES.items():
         assert "ipamPlugin" not in table  # whereabouts is not shipped by 26.4.x
         for name, image in table.items():
             assert image["version"] and "latest" not in image["version"], (version, name)
@@ -91,7 +91,7 @@ def test_image_table_pins_each_release():
 def test_rdma_shared_config():
     request = nic_policy_validate.build_request(params(rdma_hca_max=100, selectors={
         "vendors": ["15B3"], "device_ids": ["101b"], "interfaces": ["ibs1f0", "ibs2f0"], "link_type": "infiniband"}))
-    config = json.loads(nic_policy_render.render(request)[0]["spec"]["rdmaSharedDevicePlugin"]["config"])
+    config = json.loads(nic_cluster_policy_render.render(request)[0]["spec"]["rdmaSharedDevicePlugin"]["config"])
     assert config == {"configList": [{
         "resourceName": "shared_ib", "resourcePrefix": "rdma", "rdmaHcaMax": 100,
         "selectors": {"vendors": ["15b3"], "deviceIDs": ["101b"], "ifNames": ["ibs1f0", "ibs2f0"],
@@ -101,35 +101,35 @@ def test_rdma_shared_config():
 
 def test_rdma_shared_config_defaults():
     request = nic_policy_validate.build_request(params(selectors={"interfaces": ["ibs1f0"]}))
-    config = json.loads(nic_policy_render.rdma_shared_config(request))
+    config = json.loads(nic_cluster_policy_render.rdma_shared_config(request))
     entry = config["configList"][0]
     assert entry["rdmaHcaMax"] == 63 and entry["resourceName"] == "shared_ib"
     assert entry["selectors"]["vendors"] == ["15b3"]
-    assert nic_policy_render.rdma_shared_config(request) == json.dumps(config, sort_keys=True)  # sorted keys
+    assert nic_cluster_policy_render.rdma_shared_config(request) == json.dumps(config, sort_keys=True)  # sorted keys
 
 
 def test_sriov_config():
     request = nic_policy_validate.build_request(params(mode="sriov", node_type="nd-h100-v5", selectors={
         "vendors": ["15b3"], "device_ids": ["101e"], "interfaces": ["ibs1f0"], "link_type": "infiniband"}))
-    config = json.loads(nic_policy_render.render(request)[0]["spec"]["sriovDevicePlugin"]["config"])
+    config = json.loads(nic_cluster_policy_render.render(request)[0]["spec"]["sriovDevicePlugin"]["config"])
     assert config == {"resourceList": [{
         "resourceName": "ib", "resourcePrefix": "rdma",
         "selectors": {"vendors": ["15b3"], "devices": ["101e"], "pfNames": ["ibs1f0"], "linkTypes": ["infiniband"],
                       "isRdma": True}}]}
-    network = nic_policy_render.render(request)[-1]
+    network = nic_cluster_policy_render.render(request)[-1]
     assert network["kind"] == "HostDeviceNetwork" and network["spec"]["resourceName"] == "rdma/ib"
 
 
 def test_custom_resource_name():
     request = nic_policy_validate.build_request(params(resource_name="hca_shared_a"))
     assert request.resource == "rdma/hca_shared_a"
-    assert nic_policy_render.pod_resources(request) == {"rdma/hca_shared_a": 1}
+    assert nic_cluster_policy_render.pod_resources(request) == {"rdma/hca_shared_a": 1}
 
 
 def test_ipoib_mode_keeps_the_rdma_shared_device_plugin_beside_the_ipoib_cni():
     """As the AKS guide's IPoIB policy: the shared device plugin (rdma/shared_ib, rdmaHcaMax 63) and the IPoIB CNI."""
     request = nic_policy_validate.build_request(params(mode="ipoib", ipoib_master="ibs1f0", selectors=None))
-    objects = nic_policy_render.render(request)
+    objects = nic_cluster_policy_render.render(request)
     spec = objects[0]["spec"]
     assert "sriovDevicePlugin" not in spec
     assert spec["rdmaSharedDevicePlugin"]["image"] == "k8s-rdma-shared-dev-plugin"
@@ -141,16 +141,17 @@ def test_ipoib_mode_keeps_the_rdma_shared_device_plugin_beside_the_ipoib_cni():
     assert network["kind"] == "IPoIBNetwork"
     assert network["spec"]["master"] == "ibs1f0" and network["spec"]["networkNamespace"] == "default"
     assert request.rdma_hca_max == 63 and request.resource == "rdma/shared_ib"
-    assert nic_policy_render.pod_resources(request) == {"rdma/shared_ib": 1}
+    assert nic_cluster_policy_render.pod_resources(request) == {"rdma/shared_ib": 1}
 
 
 def test_ipoib_mode_takes_rdma_hca_max_and_a_resource_name():
     request = nic_policy_validate.build_request(params(mode="ipoib", ipoib_master="ibs1f0", rdma_hca_max=16,
                                                        resource_name="ipoib_rdma"))
-    entry = json.loads(nic_policy_render.render_policy(request)["spec"]["rdmaSharedDevicePlugin"]["config"])["configList"][0]
+    entry = json.loads(nic_cluster_policy_render.render_policy(request)[
+                       "spec"]["rdmaSharedDevicePlugin"]["config"])["configList"][0]
     assert entry["rdmaHcaMax"] == 16 and entry["resourceName"] == "ipoib_rdma"
     assert entry["selectors"]["ifNames"] == ["ibs1f0"]
-    pod = nic_policy_render.example_pod(request)
+    pod = nic_cluster_policy_render.example_pod(request)
     assert pod["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1, "rdma/ipoib_rdma": 1}
     assert pod["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/networks": "rdma-net"}
 
@@ -158,10 +159,10 @@ def test_ipoib_mode_takes_rdma_hca_max_and_a_resource_name():
 def test_ethernet_rdma_shared_is_macvlan_on_first_interface():
     request = nic_policy_validate.build_request(params(selectors={"interfaces": ["ens1f0np0", "ens2f0np0"],
                                                                   "link_type": "ether"}))
-    network = nic_policy_render.render(request)[-1]
+    network = nic_cluster_policy_render.render(request)[-1]
     assert network["kind"] == "MacvlanNetwork"
     assert network["spec"]["master"] == "ens1f0np0" and network["spec"]["mode"] == "bridge"
-    assert "ipoib" not in nic_policy_render.render(request)[0]["spec"]["secondaryNetwork"]
+    assert "ipoib" not in nic_cluster_policy_render.render(request)[0]["spec"]["secondaryNetwork"]
 
 
 def test_explicit_ipoib_master_wins_over_interfaces():
@@ -172,7 +173,7 @@ def test_explicit_ipoib_master_wins_over_interfaces():
 def test_nv_ipam_pool_and_network_ipam():
     request = nic_policy_validate.build_request(params(ip_gateway="192.168.100.1", operator_namespace="net-op",
                                                        network_name="ib-net", network_namespace="team-a"))
-    policy, pool, network = nic_policy_render.render(request)
+    policy, pool, network = nic_cluster_policy_render.render(request)
     assert policy["spec"]["nvIpam"]["enableWebhook"] is False
     assert pool["apiVersion"] == "nv-ipam.nvidia.com/v1alpha1"
     assert pool["metadata"] == {"name": "ib-net", "namespace": "net-op",
@@ -184,7 +185,7 @@ def test_nv_ipam_pool_and_network_ipam():
 
 def test_nv_ipam_pool_name_and_block_size():
     request = nic_policy_validate.build_request(params(nv_ipam_pool="pool-a", nv_ipam_block_size=64))
-    pool = nic_policy_render.render(request)[1]
+    pool = nic_cluster_policy_render.render(request)[1]
     assert pool["metadata"]["name"] == "pool-a" and pool["spec"]["perNodeBlockSize"] == 64
     small = nic_policy_validate.build_request(params(ip_range="192.168.100.0/28"))
     assert small.nv_ipam_block_size == 14  # the whole /28 minus network and broadcast
@@ -192,7 +193,7 @@ def test_nv_ipam_pool_name_and_block_size():
 
 def test_whereabouts_ipam_and_warning():
     request = nic_policy_validate.build_request(params(ipam="whereabouts", ip_gateway="192.168.100.1"))
-    objects = nic_policy_render.render(request)
+    objects = nic_cluster_policy_render.render(request)
     assert [o["kind"] for o in objects] == ["NicClusterPolicy", "IPoIBNetwork"]
     assert "ipamPlugin" not in objects[0]["spec"]["secondaryNetwork"]
     assert "nvIpam" not in objects[0]["spec"]
@@ -206,7 +207,8 @@ def test_whereabouts_ipam_and_warning():
 @pytest.mark.parametrize("given, expected", [("26.4.1", "26.4.1"), ("v26.4.1", "26.4.1"), ("26.4.0", "26.4.0"),
                                              (" v26.4.0 ", "26.4.0")])
 def test_version_normalised(given, expected):
-    assert nic_policy_validate.build_request(params(network_operator_version=given)).network_operator_version == expected
+    assert nic_policy_validate.build_request(params(network_operator_version=given)
+                                             ).network_operator_version == expected
 
 
 def test_role_defaults_are_accepted_in_every_mode():

@@ -9,7 +9,7 @@ import pytest
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import (
     dra_driver as dra, gpu_operator)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
-    nic_cluster_policy_validate as nic_policy_validate)
+    nic_cluster_policy_validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import peermem
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import objects, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
@@ -66,9 +66,9 @@ def test_secret_names_refuse_what_kubernetes_would(value, field):
 def test_the_layers_share_one_name_check():
     assert validate.secret_names("f", ["ngc.pull", "harbor-pull"]) == ("ngc.pull", "harbor-pull")
     with pytest.raises(ParamError, match=r"^image_pull_secrets\[0\]"):
-        nic_policy_validate.build_request({"mode": "rdma_shared", "network_operator_version": "26.4.0",
-                                           "ip_range": "192.168.100.0/24", "image_pull_secrets": ["Bad_Name"],
-                                           "selectors": {"vendors": ["15b3"], "interfaces": ["ibs1f0"]}})
+        nic_cluster_policy_validate.build_request({"mode": "rdma_shared", "network_operator_version": "26.4.0",
+                                                   "ip_range": "192.168.100.0/24", "image_pull_secrets": ["Bad_Name"],
+                                                   "selectors": {"vendors": ["15b3"], "interfaces": ["ibs1f0"]}})
     with pytest.raises(ParamError, match=r"^gpu_operator_image_pull_secrets\[0\]"):
         gpu_operator.build_values(dict(upgrade_settings("operator", None), image_pull_secrets=["Bad_Name"]))
     with pytest.raises(ParamError, match=r"^dra_driver_image_pull_secrets\[0\]"):

@@ -5,10 +5,10 @@ inputs whose answer changed are marked as such."""
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
-    gpu_driver_upgrade as driver_upgrade, gpu_driver_upgrade_state as driver_upgrade_state)
+    gpu_driver_upgrade, gpu_driver_upgrade_state as driver_upgrade_state)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import gpu_operator
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
-    nic_cluster_policy as nic_policy, nic_cluster_policy_validate as nic_policy_validate)
+    nic_cluster_policy, nic_cluster_policy_validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate, version_parse
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from tests.schema.test_gpu_operator_values import BASE as GPU_OPERATOR
@@ -17,13 +17,13 @@ NIC = {"mode": "rdma_shared", "ofed_driver": True, "ipam": "nv-ipam", "ip_range"
        "selectors": {"interfaces": ["ibs1f0"]}}
 
 
-# -- the Network Operator release (was nic_policy._version, a regex of its own) -----------------------------------
+# -- the Network Operator release (was nic_cluster_policy._version, a regex of its own) -----------------------------------
 
 @pytest.mark.parametrize("given, expected", [
     ("26.4.1", "26.4.1"), ("v26.4.1", "26.4.1"), (" 26.4.0 ", "26.4.0"), ("v26.4.0", "26.4.0"),
 ])
 def test_a_known_network_operator_release_is_read_without_its_v(given, expected):
-    request = nic_policy_validate.build_request(dict(NIC, network_operator_version=given))
+    request = nic_cluster_policy_validate.build_request(dict(NIC, network_operator_version=given))
     assert request.network_operator_version == expected
 
 
@@ -33,7 +33,7 @@ def test_a_known_network_operator_release_is_read_without_its_v(given, expected)
 ])
 def test_anything_but_a_release_of_the_image_table_is_refused_as_before(given):
     with pytest.raises(ParamError) as err:
-        nic_policy_validate.build_request(dict(NIC, network_operator_version=given))
+        nic_cluster_policy_validate.build_request(dict(NIC, network_operator_version=given))
     assert err.value.field == "network_operator_version"
     assert "is not a Network Operator release with pinned component images (known: 26.4.0, 26.4.1)" in err.value.msg
 
@@ -41,12 +41,12 @@ def test_anything_but_a_release_of_the_image_table_is_refused_as_before(given):
 @pytest.mark.parametrize("given", [None, "", "  "])
 def test_an_empty_network_operator_release_is_required(given):
     with pytest.raises(ParamError, match="network_operator_version: is required"):
-        nic_policy_validate.build_request(dict(NIC, network_operator_version=given))
+        nic_cluster_policy_validate.build_request(dict(NIC, network_operator_version=given))
 
 
 def test_known_releases_sort_by_their_parsed_parts():
-    assert nic_policy.known_versions() == sorted(
-        nic_policy.COMPONENT_IMAGES, key=lambda v: tuple(int(p) for p in v.split(".")))
+    assert nic_cluster_policy.known_versions() == sorted(
+        nic_cluster_policy.COMPONENT_IMAGES, key=lambda v: tuple(int(p) for p in v.split(".")))
 
 
 # -- the cluster's Kubernetes version (was gpu_operator.KUBE_VERSION, a prefix match) -------------------------------
@@ -90,13 +90,13 @@ def test_the_kubernetes_check_and_the_matrix_read_a_version_alike():
 def test_a_full_driver_version(text, ok):
     assert version_parse.is_full_driver_version(text) is ok
     if text.strip() == text and text:
-        assert (driver_upgrade.check_version("driver_version", text) == text) if ok else True
+        assert (gpu_driver_upgrade.check_version("driver_version", text) == text) if ok else True
 
 
 @pytest.mark.parametrize("text", ["580", "R580", "latest", "580.95.05-1"])
 def test_the_upgrade_module_refuses_what_is_no_full_driver_version(text):
     with pytest.raises(ParamError, match="is not a full driver version"):
-        driver_upgrade.check_version("driver_version", text)
+        gpu_driver_upgrade.check_version("driver_version", text)
 
 
 @pytest.mark.parametrize("image, version", [

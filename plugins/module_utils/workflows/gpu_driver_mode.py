@@ -9,7 +9,7 @@ file only gathers the cluster's evidence (reads, never writes) and merges it wit
 
 from __future__ import annotations
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode as driver_mode
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
@@ -37,7 +37,7 @@ def read_cluster(kube, node_selector):
     nodes = {n["metadata"]["name"]: (n["metadata"].get("labels") or {})
              for n in kube.list("v1", "Node", label_selector=node_selector)}
     pods = {}
-    for selector in driver_mode.DRIVER_POD_SELECTORS:
+    for selector in gpu_driver_mode.DRIVER_POD_SELECTORS:
         for pod in kube.list("v1", "Pod", label_selector=selector):
             node = (pod.get("spec") or {}).get("nodeName")
             phase = (pod.get("status") or {}).get("phase")
@@ -57,7 +57,7 @@ def read_cluster(kube, node_selector):
 
 
 def evidence(hosts, nodes=None, pods=None):
-    """Per-node evidence for driver_mode.decide: every cluster GPU node and every inventory GPU host."""
+    """Per-node evidence for gpu_driver_mode.decide: every cluster GPU node and every inventory GPU host."""
     hosts = host_evidence(hosts)
     nodes = nodes if nodes is not None else {}
     pods = pods or {}
@@ -72,15 +72,15 @@ def evidence(hosts, nodes=None, pods=None):
 def run(params, kube_factory):
     """The decision; reads the cluster only when ``read_cluster`` is true. Never changes anything."""
     mode = params["mode"]
-    driver_mode.check_inputs(mode, params["cloud_driver"], params["rdma"], params["host_mofed"])
+    gpu_driver_mode.check_inputs(mode, params["cloud_driver"], params["rdma"], params["host_mofed"])
     validate.parse_selector("node_selector", params.get("node_selector"))
     if params["read_cluster"]:
         nodes, pods, cluster = read_cluster(kube_factory(), params["node_selector"])
     else:
         nodes, pods, cluster = None, None, {}
-    result = driver_mode.decide(mode, evidence(params.get("hosts"), nodes, pods), cluster,
-                                cloud_driver=params["cloud_driver"], rdma=params["rdma"],
-                                host_mofed=params["host_mofed"])
+    result = gpu_driver_mode.decide(mode, evidence(params.get("hosts"), nodes, pods), cluster,
+                                    cloud_driver=params["cloud_driver"], rdma=params["rdma"],
+                                    host_mofed=params["host_mofed"])
     result["changed"] = False
     result["cluster_read"] = bool(params["read_cluster"])
     return result

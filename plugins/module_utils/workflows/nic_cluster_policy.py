@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE)
 """params -> plan -> apply -> wait -> result for nic_cluster_policy.
 
-Private to the collection: not a public API. The pure parts are domain/nic_policy*.py; this
+Private to the collection: not a public API. The pure parts are domain/network/nic_cluster_policy*.py; this
 ties them to the kube and render adapters. The clock is injectable for tests.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube_wait import WaitTimeout, wait_for
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
-    nic_cluster_policy as nic_policy, nic_cluster_policy_render as nic_policy_render, nic_cluster_policy_validate as
+    nic_cluster_policy, nic_cluster_policy_render, nic_cluster_policy_validate as
     nic_policy_validate)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import (
     objects as domain_objects, validate)
@@ -22,11 +22,11 @@ POLICY = ("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy")
 # The API groups whose CRDs the Network Operator installs itself when it reconciles the policy, not its chart: the
 # nvIpam state applies NV-IPAM's IPPool and CIDRPool CRDs (v26.4.0 manifests/state-nv-ipam-cni/005-*.yaml; the
 # chart's crds/ has none). Their objects are applied once the policy is and the cluster serves them.
-OPERATOR_INSTALLED = (nic_policy.IPPOOL_API,)
+OPERATOR_INSTALLED = (nic_cluster_policy.IPPOOL_API,)
 
 
 def _outputs(request):
-    return {"pod_resources": nic_policy_render.pod_resources(request), "example_pod": nic_policy_render.example_pod(request),
+    return {"pod_resources": nic_cluster_policy_render.pod_resources(request), "example_pod": nic_cluster_policy_render.example_pod(request),
             "network": {"name": request.network_name, "namespace": request.network_namespace},
             "warnings": list(request.warnings)}
 
@@ -69,21 +69,21 @@ def wait_ready(kube, timeout, clock=None, interval=2.0):
     seen = []
 
     def held(policy):
-        seen.append(policy is not None and nic_policy.policy_ready(policy))
+        seen.append(policy is not None and nic_cluster_policy.policy_ready(policy))
         return seen[-2:] == [True, True]
 
     try:
         return wait_for(fetch, held, timeout, clock, interval,
-                        describe=lambda p: nic_policy.describe_states(p) if p else "no NicClusterPolicy")
+                        describe=lambda p: nic_cluster_policy.describe_states(p) if p else "no NicClusterPolicy")
     except WaitTimeout as exc:
         last = exc.details.get("last")
-        states = nic_policy.describe_states(last) if last else "no NicClusterPolicy"
+        states = nic_cluster_policy.describe_states(last) if last else "no NicClusterPolicy"
         where = _components(kube, last) if last else ""
         raise GpuPlatformError(
             "NicClusterPolicy nic-cluster-policy is not ready after %ss: %s%s. Fix: kubectl -n <network operator "
             "namespace> get pods and read the log of the component that is not ready (a DOCA driver that does not "
             "build for the node's kernel is the usual cause)" % (timeout, states, ". " + where if where else ""),
-            states=nic_policy.component_states(last) if last else {})
+            states=nic_cluster_policy.component_states(last) if last else {})
 
 
 def _components(kube, policy):
@@ -92,7 +92,7 @@ def _components(kube, policy):
     namespaces = {d["metadata"]["namespace"] for d in daemonsets
                   if any(r.get("uid") == policy["metadata"].get("uid") for r in d["metadata"].get("ownerReferences") or [])}
     pods = [p for namespace in sorted(namespaces) for p in kube.list("v1", "Pod", namespace)]
-    return nic_policy.describe_components(policy["metadata"].get("uid"), daemonsets, pods)
+    return nic_cluster_policy.describe_components(policy["metadata"].get("uid"), daemonsets, pods)
 
 
 def _unserved_until_reconciled(kube, objects):
@@ -139,7 +139,7 @@ def request(params):
 
 def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):
     policy, timeout = request(params)
-    objects = nic_policy_render.render(policy)
+    objects = nic_cluster_policy_render.render(policy)
     state = params.get("state") or "present"
     if params.get("render_to"):
         return run_render(policy, objects, params["render_to"], state, check_mode, params.get("render_ipam_to"))
@@ -151,5 +151,5 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=2.0):
     result.update(_outputs(policy))
     if params.get("wait") and not check_mode:
         live = wait_ready(kube, timeout, clock, interval)
-        result["states"] = nic_policy.component_states(live)
+        result["states"] = nic_cluster_policy.component_states(live)
     return result

@@ -16,7 +16,7 @@ import ipaddress
 import re
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
-    gpu_driver_upgrade as driver_upgrade)
+    gpu_driver_upgrade)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import images as image_mirrors
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import node_types
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate, version_parse
@@ -318,8 +318,8 @@ def _upgrade_policy(policy, ofed):
     if policy and not ofed:
         raise ParamError("driver_upgrade_policy", "is set but ofed_driver is false (the hosts' MOFED is not upgraded "
                          "by the operator)", "drop driver_upgrade_policy, or set ofed_driver: true")
-    return driver_upgrade.check_policy(policy, "driver_upgrade_policy", UPGRADE_POLICY_DEFAULTS,
-                                       UPGRADE_POLICY_KINDS, "the NicClusterPolicy's ofedDriver.upgradePolicy")
+    return gpu_driver_upgrade.check_policy(policy, "driver_upgrade_policy", UPGRADE_POLICY_DEFAULTS,
+                                           UPGRADE_POLICY_KINDS, "the NicClusterPolicy's ofedDriver.upgradePolicy")
 
 
 def build_request(params):

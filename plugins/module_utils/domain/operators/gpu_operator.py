@@ -16,7 +16,7 @@ import copy
 import json
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
-    gpu_driver_upgrade as driver_upgrade)
+    gpu_driver_upgrade)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import images, validate, version_parse
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm.helm_pinned_release import deep_merge
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
@@ -101,7 +101,7 @@ def build_values(settings):
         values["driver"]["version"] = str(driver_version)
     if "driver_upgrade_policy" in settings:
         # Checked whoever owns the driver (a bad value is refused either way); used only when the operator does.
-        policy = driver_upgrade.check_policy(settings["driver_upgrade_policy"])
+        policy = gpu_driver_upgrade.check_policy(settings["driver_upgrade_policy"])
         if driver:
             values["driver"]["upgradePolicy"] = policy
     if values["dcgmExporter"]["serviceMonitor"]["enabled"] and not values["dcgmExporter"]["enabled"]:

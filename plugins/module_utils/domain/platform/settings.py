@@ -12,9 +12,9 @@ from __future__ import annotations
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import gitops_bundle as bundle
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import contract
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
-    gpu_driver_upgrade as driver_upgrade)
+    gpu_driver_upgrade)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm import (
-    helm_pinned_release as helm_release)
+    helm_pinned_release)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import images, validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
@@ -67,7 +67,7 @@ def check(settings):
     refused, see contract.py); each may be left out."""
     checks = {
         "mirrors": lambda: images.check_all(settings.get("mirrors") or {}),
-        "charts": lambda: helm_release.check_chart_settings(settings.get("charts") or {}),
+        "charts": lambda: helm_pinned_release.check_chart_settings(settings.get("charts") or {}),
         "pins": lambda: images.check_pins({k: tuple(v) for k, v in (settings.get("pins") or {}).items()},
                                           settings.get("allow_image_overrides", False)),
     }
@@ -76,7 +76,7 @@ def check(settings):
         path = bundle.flux_path(gitops.get("root"), gitops.get("path"))
         checks["gitops"] = lambda: bundle.layout([], gitops.get("format") or "flux", path, gitops.get("source") or None)
     if settings.get("driver_upgrade_policy") is not None:
-        checks["driver_upgrade_policy"] = lambda: driver_upgrade.check_policy(settings["driver_upgrade_policy"])
+        checks["driver_upgrade_policy"] = lambda: gpu_driver_upgrade.check_policy(settings["driver_upgrade_policy"])
     if settings.get("nfd") is not None:
         checks["nfd"] = lambda: check_nfd_placement(settings["nfd"])
     if settings.get("defined") is not None:

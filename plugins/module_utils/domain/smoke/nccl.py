@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import (
-    nic_cluster_policy as nic_policy, node_types)
+    nic_cluster_policy, node_types)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import objects as smoke_objects
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
@@ -54,7 +54,7 @@ VOLCANO_HOST_FILE = "/etc/volcano/%s.host" % WORKER
 DEFAULT_GPUS_PER_NODE = 8
 # The RDMA resource a pod claims per network mode: the network layer's default resource names (ipoib keeps the
 # RDMA shared device plugin, as rdma_shared).
-RDMA_MODES = {mode: "rdma/" + name for mode, name in nic_policy.DEFAULT_RESOURCE_NAMES.items()}
+RDMA_MODES = {mode: "rdma/" + name for mode, name in nic_cluster_policy.DEFAULT_RESOURCE_NAMES.items()}
 TYPE_FIELD = "gpu_platform_rdma_node_type"
 NICS_FIELD = "gpu_platform_rdma_nics_per_pod"
 PLAN_TIMEOUT_FIELD = "smoke_tests_nccl_timeout"
