@@ -60,7 +60,7 @@ options:
     type: bool
     default: false
 requirements:
-  - kubernetes (Python library, where the task runs: the controller, with a local connection)
+  - kubernetes (Python library, on the host the task runs on; the controller with a local connection)
 """
 
 EXAMPLES = r"""
