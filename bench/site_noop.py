@@ -160,7 +160,8 @@ def _is_collection(path):
 
 
 # Actions that run on the controller alone, with no module process: Ansible's own, and the collection's modules that
-# have an action plugin of the same name (plugins/action: they run in the controller process).
+# have an action plugin of the same name (plugins/action: they run in the controller process, since the inventory
+# below gives k8s_api a local connection and this Python; plugins/plugin_utils/placement.py).
 CONTROLLER_ONLY = {"set_fact", "debug", "assert", "fail", "validate_argument_spec", "include_role", "include_tasks",
                    "import_role", "import_tasks", "meta"} | {path.stem for path in (ROOT / "plugins" / "action").glob("*.py")}
 

@@ -16,22 +16,29 @@ attributes:
     description: The module follows its own work to the end (its waits know what ready means); it does not run as an async task.
 """
 
-    # The cluster-facing modules: an action plugin of the same name runs them in the controller process.
+    # The cluster-facing modules: an action plugin of the same name runs them in the controller process when the
+    # task's connection is local, and as a module on the task's host otherwise.
     CONTROLLER = r"""
 attributes:
   action:
     support: full
     description:
-      - Runs in the controller process through the action plugin of the same name, whatever host the task targets.
-        No module is copied or started, and the C(kubernetes) library is loaded once per run.
-      - So paths (C(kubeconfig), C(ca_cert), C(render_to), C(binary_path)) are the controller's, and the
-        C(K8S_AUTH_*) fallbacks are read from the controller's environment and the task's C(environment).
+      - Has an action plugin of the same name. Where the task's connection is local (the delegated host's with
+        C(delegate_to); no C(become); C(ansible_python_interpreter) unset or the controller's own Python, which the
+        collection's inventories set from C(ansible_playbook_python)), it runs in the controller process. No module
+        is copied or started, and the C(kubernetes) library is loaded once per run. Paths (C(kubeconfig), C(ca_cert), C(render_to),
+        C(binary_path)) are then the controller's, and the C(K8S_AUTH_*) fallbacks are read from the controller's
+        environment and the task's C(environment).
+      - Anywhere else (C(delegate_to) a bastion reached over SSH, a C(k8s_api) host that is not the controller) it
+        runs as a module on that host, with the same options, check and diff mode, and results. Paths and
+        C(K8S_AUTH_*) fallbacks are then that host's, and it needs the C(kubernetes) Python library there.
+        C(ansible-playbook -vvv) says which way each task ran, and why.
   platform:
     support: full
     platforms: posix
     description: >-
-      The Ansible controller; the modules that talk to a cluster need the C(kubernetes) Python library there (and
-      helm, for M(gpu_platform.cluster.helm_pinned_release)).
+      The host the task's connection reaches, most often the Ansible controller; the modules that talk to a cluster
+      need the C(kubernetes) Python library there (and helm, for M(gpu_platform.cluster.helm_pinned_release)).
 """
 
     # The modules that write files of a GitOps bundle on the controller (gitops_bundle, bundle_files).

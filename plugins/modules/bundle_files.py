@@ -17,8 +17,8 @@ description:
     as plain JSON (C(dashboards/)) for importing by hand. Kubernetes objects go through
     M(gpu_platform.cluster.manifests) and node labels through M(gpu_platform.cluster.node_labels) with their
     C(render_to).
-  - It runs in the controller process (the bundle is the controller's), with no module upload, and never contacts a
-    cluster.
+  - With a local connection (the bundle is the controller's) it runs in the controller process, with no module
+    upload; delegated to a host reached otherwise, it writes there. It never contacts a cluster.
   - Every name is checked before the first write. A name that is not one plain file name (a C(/), C(..)) or a symbolic
     link that points outside O(dest) is refused, naming it.
 author:

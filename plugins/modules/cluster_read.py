@@ -8,14 +8,14 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: cluster_read
-short_description: Read Kubernetes objects and the API server's version, in the controller process
+short_description: Read Kubernetes objects and the API server's version
 version_added: 0.1.0
 description:
   - The layers' reads and readiness checks (the cluster's version, its nodes, a ClusterPolicy's state, what the
     nodes advertise) go through this module. It answers in the shapes of C(kubernetes.core.k8s_info) (RV(resources),
     RV(api_found)) and C(kubernetes.core.k8s_cluster_info) (RV(version)), so a task's C(until) reads the same.
-  - It runs in the controller process like the collection's other cluster-facing modules, so a read costs one API
-    request, not a new Python process. Inside a C(retries)/C(until) loop each try is one request.
+  - With a local connection it runs in the controller process like the collection's other cluster-facing modules,
+    so a read costs one API request, not a new Python process. Inside a C(retries)/C(until) loop each try is one request.
   - Objects are read by O(name), or with one list request and the selectors. A kind the cluster does not serve
     (its CRD is not installed) gives an empty RV(resources) and RV(api_found=false), not an error.
 author:
@@ -60,7 +60,7 @@ options:
     type: bool
     default: false
 requirements:
-  - kubernetes (Python library, on the controller)
+  - kubernetes (Python library, on the host the task runs on; the controller with a local connection)
 """
 
 EXAMPLES = r"""

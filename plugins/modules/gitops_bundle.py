@@ -25,7 +25,8 @@ description:
     still reaches the later waves.
   - A file is written only when its text changes, so a second run changes nothing. Node label patch lists
     (C(*-node-labels.yaml)) are instructions for C(kubectl label) and stay out of the kustomizations.
-  - It runs in the controller process (the folder is the controller's) and never contacts a cluster.
+  - With a local connection (the folder is the controller's) it runs in the controller process; delegated to a host
+    reached otherwise, it writes there. It never contacts a cluster.
 author:
   - gpu_platform maintainers (@gpu-platform)
 extends_documentation_fragment:

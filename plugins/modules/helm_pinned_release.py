@@ -136,7 +136,8 @@ options:
         type: str
 notes:
   - "Helm runs on the host that runs the task; for a cluster task that is usually the controller
-    (C(connection: local) or C(delegate_to: localhost))."
+    (C(connection: local) or C(delegate_to: localhost)). Delegated to a host reached over SSH, the module runs
+    there and uses that host's helm (O(binary_path)) and kubeconfig."
   - The no-op check compares the deployed chart name, version, status and user-supplied values
     (what C(helm get values) prints); changes made to live objects outside Helm are not detected.
   - Reading the releases needs the right to list Secrets in every namespace, as C(helm list -A) does; the

@@ -6,22 +6,27 @@
 Private to the collection: not a public API.
 
 Each cluster-facing module (helm_pinned_release, manifests, nic_cluster_policy, mig_profile, node_labels, ...) has
-an action plugin of the same name, a subclass of ``ControllerModule`` naming the module. A task that uses the
-module runs the module's ``call()`` here, in Ansible's worker process on the controller: the options are checked
-against the module's own argument spec (the same types, defaults, aliases, choices, environment fallbacks and
-``no_log``), check and diff mode come from the task, and errors become the same failed results the module gives.
+an action plugin of the same name, a subclass of ``ControllerModule`` naming the module. Where the task's
+connection is local (placement.py decides: the delegated host's connection with ``delegate_to``, no ``become``, the
+controller's own Python), the task runs the module's ``call()`` here, in Ansible's worker process on the
+controller: the options are checked against the module's own argument spec (the same types, defaults, aliases,
+choices, environment fallbacks and ``no_log``), check and diff mode come from the task, and errors become the same
+failed results the module gives. Anywhere else (``delegate_to`` a bastion reached over SSH, a ``k8s_api`` host
+that is a jump host, ``become``) the module runs on that host like any module (``_execute_module``, the same
+arguments, check and diff mode), so ``kubeconfig``, ``ca_cert``, ``render_to`` and ``binary_path`` are that host's
+paths and the ``K8S_AUTH_*`` fallbacks are read from its environment. ``ansible-playbook -vvv`` says which, and why.
 
-What that saves, per task (measured by the site no-op benchmark): no module zip sent and unpacked, no new Python interpreter, no
-``ansible.module_utils.basic`` and ``kubernetes`` imports. Ansible's linear strategy loads an action plugin's class
-in the main process before it forks the task's worker, so what this file imports when it is loaded (``preload``:
-the ``kubernetes`` library, and the collection's filter plugins with the domain code under them) is imported once
-per ``ansible-playbook`` run, and the worker of every later task inherits it instead of importing it again.
+What running here saves, per task (measured by the site no-op benchmark): no module zip sent and unpacked, no new
+Python interpreter, no ``ansible.module_utils.basic`` and ``kubernetes`` imports. Ansible's linear strategy loads an
+action plugin's class in the main process before it forks the task's worker, so what this file imports when it is
+loaded (``preload``: the ``kubernetes`` library, and the collection's filter plugins with the domain code under
+them) is imported once per ``ansible-playbook`` run, and the worker of every later task inherits it instead of
+importing it again.
 
-What changes compared with a module: the work runs on the controller whatever host the task targets, so
-``kubeconfig``, ``ca_cert``, ``render_to`` and ``binary_path`` are the controller's paths and the ``K8S_AUTH_*``
-fallbacks are read from the controller's environment (and the task's ``environment:``). That is where the
-collection's cluster plays run anyway (``k8s_api`` is ``connection: local``), and where AWX injects its
-Kubernetes credential.
+``_requires_connection = False``: ansible-core's TaskExecutor reads it only for persistent connections
+(``network_cli``, ``httpapi``, ``netconf``), which it then replaces with ``local`` instead of starting them; for
+every other connection the task's connection plugin is made as usual (it connects only when a command runs), so
+``self._connection.transport`` names the connection the module would use.
 """
 
 from __future__ import annotations
@@ -30,16 +35,23 @@ import importlib
 import os
 import pkgutil
 import shutil
+import sys
 import tempfile
 
+from ansible import constants as C
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+from ansible.utils.vars import merge_hash
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import helm, kube
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.ansible_run import outcome
 from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.data import plain
+from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.placement import in_controller_process
+
+display = Display()
 
 
 def preload():
@@ -106,13 +118,13 @@ def validate(module, name, args, environment):
 
 
 class ControllerModule(ActionBase):
-    """Runs ``MODULE.call()`` in the controller process. ``MODULE`` is the module (plugins/modules/NAME.py): its
-    ``ARGUMENT_SPEC``, optional ``SPEC_OPTIONS`` (mutually_exclusive, ...) and ``call(params, check_mode,
-    runtime)``."""
+    """Runs ``MODULE.call()`` in the controller process where the task's connection is local, and the module on
+    the task's target otherwise. ``MODULE`` is the module (plugins/modules/NAME.py): its ``ARGUMENT_SPEC``, optional
+    ``SPEC_OPTIONS`` (mutually_exclusive, ...) and ``call(params, check_mode, runtime)``."""
 
     MODULE = None
     TRANSFERS_FILES = False
-    _requires_connection = False
+    _requires_connection = False  # see the module's docstring
     _supports_check_mode = True
 
     def _environment(self):
@@ -124,9 +136,44 @@ class ControllerModule(ActionBase):
                 environment.update({str(key): str(value) for key, value in entry.items()})
         return environment
 
+    def _interpreter(self, task_vars):
+        """The Python interpreter the module would be started with on the task's host (the delegated host's with
+        ``delegate_to``), templated; a discovery mode (``auto_silent``) when none is named."""
+        host_vars = task_vars
+        templar = self._templar
+        if self._task.delegate_to:
+            host_vars = (task_vars.get("ansible_delegated_vars") or {}).get(self._task.delegate_to) or {}
+            templar = templar.copy_with_new_env(available_variables=host_vars)
+        value = C.config.get_config_value("INTERPRETER_PYTHON", variables=host_vars)
+        try:
+            return templar.template(value) if isinstance(value, str) else value
+        except Exception:  # pylint: disable=broad-exception-caught  # not the controller's: the module run reports it
+            return value
+
+    def _placement(self, task_vars):
+        """(True, why) to run in this process, (False, why) to run the module on the task's target."""
+        connection = self._connection.transport
+        become = self._connection.become is not None
+        if connection != "local" or become:  # no interpreter to work out
+            return in_controller_process(connection, become, None, sys.executable)
+        return in_controller_process(connection, become, self._interpreter(task_vars), sys.executable)
+
+    def _run_module(self, task_vars):
+        """The module on the task's target, as Ansible runs any module (the same arguments, check and diff mode)."""
+        result = self._execute_module(module_name=self._task.action, module_args=self._task.args, task_vars=task_vars)
+        self._remove_tmp_path(self._connection._shell.tmpdir)  # pylint: disable=protected-access  # as the normal action does
+        return result
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
+        task_vars = task_vars if task_vars is not None else {}
         name = self._task.action
+        here, why = self._placement(task_vars)
+        host = self._task.delegate_to or task_vars.get("inventory_hostname")
+        if not here:
+            display.vvv("%s runs as a module on %s: %s" % (name, host, why), host=host)
+            return merge_hash(result, self._run_module(task_vars))
+        display.vvv("%s runs in the controller process: %s" % (name, why), host=host)
         environment = self._environment()
         params, no_log, error, warnings = validate(self.MODULE, name, self._task.args, environment)
         if error:

@@ -1,8 +1,11 @@
-"""The cluster-facing modules run in the controller process (their action plugins), as ansible-playbook runs them.
+"""The cluster-facing modules run in the controller process (their action plugins), as ansible-playbook runs them,
+when the task's connection is local; on the task's target, as a module, otherwise.
 
 Each test runs real ansible-playbook on localhost. What the action plugin must keep from the module: the same
 options (validation and its messages, defaults, environment fallbacks), check and diff mode from the task, the same
-result, no_log values hidden; what it must drop: the module upload and its interpreter.
+result, no_log values hidden; what it must drop: the module upload and its interpreter. Where the work runs
+(plugins/plugin_utils/placement.py): the delegated host's connection decides, and a local connection with another
+Python runs the module in that Python. tests/remote/ proves the module runs through an SSH host.
 """
 from __future__ import annotations
 
@@ -24,10 +27,10 @@ CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "sett
              "data": {"mode": "time-slicing"}}
 
 
-def play(tmp_path, tasks, *args, env=None, home=None):
-    """Run ``tasks`` in one play on localhost; returns (per-task host results, ansible-playbook's stdout)."""
+def play(tmp_path, tasks, *args, env=None, home=None, hosts="localhost", inventory="localhost,"):
+    """Run ``tasks`` in one play on ``hosts``; returns (per-task host results, ansible-playbook's stdout)."""
     path = tmp_path / "play.json"
-    path.write_text(json.dumps([{"name": "controller", "hosts": "localhost", "gather_facts": False, "tasks": tasks}]))
+    path.write_text(json.dumps([{"name": "controller", "hosts": hosts, "gather_facts": False, "tasks": tasks}]))
     environment = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / "build" / "collections"),
                        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json", **(env or {}))
     if home:
@@ -35,15 +38,16 @@ def play(tmp_path, tasks, *args, env=None, home=None):
     for name in ("KUBECONFIG", "K8S_AUTH_KUBECONFIG", "K8S_AUTH_API_KEY", "K8S_AUTH_HOST"):
         if name not in (env or {}):
             environment.pop(name, None)
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-               "-e", "ansible_python_interpreter=" + sys.executable, str(path), *args]
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory),
+               *(("-c", "local", "-e", "ansible_python_interpreter=" + sys.executable) if inventory == "localhost," else ()),
+               str(path), *args]
     proc = subprocess.run(command, env=environment, capture_output=True, text=True, check=False, timeout=300)
     start = proc.stdout.find("{")
     try:
         data = json.loads(proc.stdout[start:])
     except ValueError:
         raise AssertionError("ansible-playbook printed no JSON:\n%s\n%s" % (proc.stdout[-3000:], proc.stderr[-3000:]))
-    return [task["hosts"]["localhost"] for task in data["plays"][0]["tasks"]], proc.stdout
+    return [task["hosts"][hosts] for task in data["plays"][0]["tasks"]], proc.stdout
 
 
 def render_task(folder, **extra):
@@ -140,3 +144,57 @@ def test_the_k8s_auth_fallbacks_are_read_from_the_controller_and_the_tasks_envir
     # the kubeconfig option is no_log (it may be a dict with tokens), so its value shows masked: the fallback
     # reached it (without it the message says "(default)")
     assert results[0]["msg"].startswith("could not load the kubeconfig (********)"), results[0]["msg"]
+
+
+def another_python(tmp_path):
+    """A venv of its own (another sys.prefix) that sees this Python's libraries: a module started there works."""
+    folder = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
+    site = next(folder.glob("lib/python3*/site-packages"))
+    (site / "controller.pth").write_text("\n".join(p for p in sys.path if p.endswith("site-packages")) + "\n")
+    return str(folder / "bin" / "python")
+
+
+def inventory(tmp_path, hosts):
+    path = tmp_path / "hosts.json"
+    path.write_text(json.dumps({"all": {"hosts": hosts}}))
+    return path
+
+
+def test_a_local_connection_with_another_python_runs_the_module_in_that_python(tmp_path):
+    python = another_python(tmp_path)
+    hosts = inventory(tmp_path, {"api": {"ansible_connection": "local", "ansible_python_interpreter": python}})
+    task = render_task(tmp_path / "out", register="applied")
+    results, stdout = play(tmp_path, [task, render_task(tmp_path / "check", check_mode=True, diff=True)], "-vvv",
+                           hosts="api", inventory=hosts)
+    assert "AnsiballZ_manifests" in stdout and python in stdout, "the module did not run in the host's Python"
+    assert "gpu_platform.cluster.manifests runs as a module on api: its ansible_python_interpreter is" in stdout
+    assert results[0]["changed"] is True and results[0]["rendered"]["files"] == ["configmap-demo-settings.yaml"]
+    assert (tmp_path / "out" / "configmap-demo-settings.yaml").exists()
+    assert results[1]["changed"] is True and not (tmp_path / "check").exists(), "check mode reached the module"
+    assert "mode: time-slicing" in "".join(d["after"] for d in results[1]["diff"])
+
+
+def test_delegating_to_a_local_host_runs_in_the_controller_process_whatever_the_plays_host(tmp_path):
+    """The play's host is reached over SSH (nothing listens there); the task's connection is the delegated host's."""
+    hosts = inventory(tmp_path, {
+        "gpu-a": {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 9},
+        "api": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}})
+    results, stdout = play(tmp_path, [render_task(tmp_path / "out", delegate_to="api")], "-vvv",
+                           hosts="gpu-a", inventory=hosts)
+    assert results[0]["changed"] is True and (tmp_path / "out" / "configmap-demo-settings.yaml").exists()
+    assert "AnsiballZ_manifests" not in stdout
+    assert "gpu_platform.cluster.manifests runs in the controller process: its connection is local" in stdout
+
+
+def test_delegating_to_a_host_reached_over_ssh_runs_the_module_there(tmp_path):
+    """Nothing listens on the SSH host's port: the task is unreachable instead of quietly run on the controller."""
+    hosts = inventory(tmp_path, {
+        "bastion": {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 9,
+                    "ansible_ssh_common_args": "-o ConnectTimeout=5"},
+        "api": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}})
+    results, stdout = play(tmp_path, [render_task(tmp_path / "out", delegate_to="bastion", ignore_unreachable=True)],
+                           "-vvv", hosts="api", inventory=hosts)
+    assert results[0]["unreachable"] is True, results[0]
+    assert not (tmp_path / "out").exists(), "the work ran on the controller"
+    assert "gpu_platform.cluster.manifests runs as a module on bastion: its connection is ssh, not local" in stdout

@@ -1,6 +1,8 @@
 """The kube adapter against the fake API server, through the real kubernetes client."""
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import kube, kube_wait
@@ -110,6 +112,15 @@ def test_the_version_is_the_servers_now_not_the_discovery_caches(fake_api):
 def test_unreadable_kubeconfig_names_the_fix(tmp_path):
     with pytest.raises(ToolError, match="could not load the kubeconfig .*Fix: set kubeconfig or K8S_AUTH_KUBECONFIG"):
         kube.KubeClient(kubeconfig=str(tmp_path / "missing"))
+
+
+def test_a_missing_kubeconfig_names_the_host_the_task_runs_on(tmp_path):
+    """A delegated task runs on another host, whose paths are not the controller's: the message says where."""
+    missing = str(tmp_path / "missing")
+    with pytest.raises(ToolError) as error:
+        kube.KubeClient(kubeconfig=missing)
+    assert str(error.value).startswith("could not load the kubeconfig (%s): no such file on %s, where the task runs. "
+                                       "Fix: " % (missing, socket.gethostname()))
 
 
 def test_wait_for_with_injected_clock_times_out_with_description():

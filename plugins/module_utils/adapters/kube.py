@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import socket
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube_retry import (
     CONNECT_TIMEOUT, READ_TIMEOUT, RETRIES, retry_policy)
@@ -66,8 +68,12 @@ class KubeClient:
                     config.load_kube_config(config_file=kubeconfig, context=context,
                                             client_configuration=configuration)
         except Exception as exc:  # the library raises ConfigException, TypeError, IOError ...
+            reason = str(exc).rstrip(".")
+            if isinstance(kubeconfig, str) and not os.path.exists(os.path.expanduser(kubeconfig)):
+                # the library says "No configuration found"; the host matters since a task may run elsewhere
+                reason = "no such file on %s, where the task runs" % socket.gethostname()
             raise ToolError("could not load the kubeconfig (%s): %s. Fix: set kubeconfig or K8S_AUTH_KUBECONFIG "
-                            "to a readable kubeconfig, or give host and api_key" % (kubeconfig or "default", exc))
+                            "to a readable kubeconfig, or give host and api_key" % (kubeconfig or "default", reason))
         if host:
             configuration.host = host
         if api_key:
