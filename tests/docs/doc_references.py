@@ -27,6 +27,7 @@ FILE_EXT = r"(?:yml|yaml|py|md|json|fact|j2|txt|cfg|toml|sh|tgz)\b"
 # (playbooks/driver_mode.yml); the preflight module's page is docs/hardening.md.
 NOT_MODULE_DOCS = frozenset(("docs/preflight.md",))
 
+
 def blocks_and_lines(text):
     """Yields ('text', lineno, line) for prose lines and ('block', lineno, lang, body) for fenced blocks
     (lineno of the block's first body line)."""

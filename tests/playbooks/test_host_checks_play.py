@@ -17,8 +17,8 @@ def play(root=None, **extra_vars):
         "name": "gpu_platform.cluster.gpu_platform", "tasks_from": "variables"}}]
     if root is not None:
         tasks += [
-            {"name": "This machine is the GPU host", "ansible.builtin.add_host": {"name": "localhost",
-                                                                                 "groups": "gpu_hosts"}},
+            {"name": "This machine is the GPU host",
+             "ansible.builtin.add_host": {"name": "localhost", "groups": "gpu_hosts"}},
             {"name": "Read it", "gpu_platform.cluster.gpu_host_facts": {
                 "root": str(root), "node_name": "gpu-node-01", "checks": True}},
         ]

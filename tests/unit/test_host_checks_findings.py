@@ -16,8 +16,8 @@ def host(**driver):
             "module_type": ""}
     base.update(driver)
     return {"node_name": "n1", "gpus": [{"address": "0000:17:00.0", "device": "0x2330"}], "driver": base,
-            "os": {"ID": "ubuntu"}, "kernel": {"release": "6.8.0-90-generic", "modules_dir": True, "headers": False,
-                                                 "headers_candidate": "none"}}
+            "os": {"ID": "ubuntu"},
+            "kernel": {"release": "6.8.0-90-generic", "modules_dir": True, "headers": False, "headers_candidate": "none"}}
 
 
 @pytest.mark.parametrize("mode, cloud, driver, who", [

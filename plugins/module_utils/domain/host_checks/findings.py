@@ -142,8 +142,9 @@ def _mig(checks, platform):
     if modules.get("nvidia_drm"):
         holders.append("nvidia_drm is loaded")
     if modules.get("nvidia_modeset_users") or (modules.get("nvidia_modeset_refcount") or 0) > 0:
-        holders.append("nvidia_modeset is in use (by %s)" % (", ".join(modules.get("nvidia_modeset_users") or [])
-                                                              or "%s users" % modules.get("nvidia_modeset_refcount")))
+        users = ", ".join(modules.get("nvidia_modeset_users") or []) or "%s users" % modules.get(
+            "nvidia_modeset_refcount")
+        holders.append("nvidia_modeset is in use (by %s)" % users)
     if holders:
         out.append(_finding(
             "mig-blocked-by-nvidia-drm", BLOCKING, "; ".join(holders),
@@ -176,8 +177,8 @@ def _driver(checks, who, operator):
     if who == "operator" and not driver.get("operator_root") and (driver.get("loaded") or driver.get("packages")):
         what = []
         if driver.get("loaded"):
-            what.append("driver %s (%s kernel module) is loaded" % (driver.get("version") or "?",
-                                                                   driver.get("module_type") or "unknown"))
+            what.append("driver %s (%s kernel module) is loaded" % (
+                driver.get("version") or "?", driver.get("module_type") or "unknown"))
         if driver.get("packages"):
             what.append("driver packages are installed: %s" % ", ".join(sorted(driver["packages"])))
         elif driver.get("loaded"):
@@ -341,8 +342,8 @@ def evaluate_host(checks, platform):
 
 def line(finding):
     """One line: ``<host>: [<id>] <what was found>: <why>. Fix: <how> (see <reports>)``."""
-    return "%s: [%s] %s: %s. Fix: %s (see %s)" % (finding["host"], finding["id"], finding["found"], finding["why"],
-                                               finding["fix"], finding["issue"])
+    return "%s: [%s] %s: %s. Fix: %s (see %s)" % (
+        finding["host"], finding["id"], finding["found"], finding["why"], finding["fix"], finding["issue"])
 
 
 def evaluate(hosts, platform, skip=None):

@@ -29,6 +29,7 @@ _VERSION = re.compile(r"^\s*version\s*=\s*(\d+)\s*(#.*)?$")
 _TABLE = re.compile(r"^\s*\[")
 _IMPORTS = re.compile(r"^\s*imports\s*=\s*\[(.*?)\]", re.S | re.M)
 _STRING = re.compile(r"\"((?:[^\"\\]|\\.)*)\"|'([^']*)'")
+_PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _CRIO_RUNTIME = re.compile(r"^\s*\[\s*crio\.runtime\.runtimes\.\"?([\w.-]+?)\"?\s*\]", re.M)
 
 
@@ -180,8 +181,7 @@ def acs_control(config):
 def pci_chain(device_path):
     """The PCI addresses on a device's path from its root port down to itself, from the real path of
     /sys/bus/pci/devices/<address> (/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/...)."""
-    return [part for part in (device_path or "").split("/") if re.match(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$",
-                                                                         part)]
+    return [part for part in (device_path or "").split("/") if _PCI_ADDRESS.match(part)]
 
 
 def between(chain_a, chain_b):
