@@ -117,7 +117,7 @@ ansible_facts:
         initramfs_tool: /usr/sbin/update-initramfs
     gpu_host_checks:
       description:
-        - With O(checks) only. C(node_name), C(os) (C(/etc/os-release)'s keys and C(virtual)), C(gpus), C(driver)
+        - With O(checks) only. C(node_name), C(os) (C(ID), C(VERSION_ID) and C(PRETTY_NAME) of C(/etc/os-release), and C(virtual)), C(gpus), C(driver)
           (C(loaded), C(version), C(module_type) open, proprietary or empty, C(packages), C(toolkit_packages),
           C(nvidia_smi), C(operator_root) whether the GPU Operator's driver root is mounted, C(unsigned)), C(modules)
           (C(nvidia_drm), C(nvidia_modeset), C(nvidia_modeset_users), C(nvidia_modeset_refcount), C(nouveau)),
