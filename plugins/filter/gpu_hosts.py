@@ -6,12 +6,18 @@
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import host_driver, peermem
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.host_checks import findings
 from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors import user_errors
 
 
 @user_errors
 def host_driver_plan(os_info, settings, installed=None):
     return host_driver.plan(os_info, settings, installed)
+
+
+@user_errors
+def host_checks(hosts, platform, skip=None):
+    return findings.evaluate(hosts, platform, skip)
 
 
 @user_errors
@@ -28,5 +34,5 @@ class FilterModule:
     """GPU host filters."""
 
     def filters(self):
-        return {"host_driver_plan": host_driver_plan, "peermem_daemonset": peermem_daemonset,
+        return {"host_driver_plan": host_driver_plan, "host_checks": host_checks, "peermem_daemonset": peermem_daemonset,
                 "peermem_loader_ready": peermem_loader_ready}

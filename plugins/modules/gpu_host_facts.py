@@ -19,6 +19,12 @@ description:
   - Also returns the record that the C(host_driver) role leaves in C(/etc/ansible/facts.d/gpu_platform_driver.fact),
     the OS from C(/etc/os-release) (so the host roles need no fact gathering), and the initramfs tool.
   - One module call instead of a handful of probe tasks, so that fact gathering stays cheap on large inventories.
+  - With O(checks), also what the host preflight judges (C(docs/preflight.md)), under C(gpu_host_checks) - the
+    container runtime's configuration (containerd's root config version and its drop-ins, CRI-O's files), the modules
+    that hold the GPU (C(nvidia_drm), C(nvidia_modeset) and its users, C(nouveau)), Secure Boot and whether the loaded
+    C(nvidia) module is signed, the kernel release and its headers, the interface of the default route and its
+    driver, the IOMMU mode, ACS on the PCIe ports between each GPU and each ConnectX NIC, the kernel module type
+    (open or proprietary) and the OS. The filter C(gpu_platform.cluster.host_checks) turns them into findings.
 author:
   - gpu_platform maintainers (@gpu-platform)
 extends_documentation_fragment:
@@ -48,12 +54,26 @@ options:
     type: list
     elements: str
     default: []
+  checks:
+    description:
+      - Also read what the host preflight checks, into C(gpu_host_checks). Read only, like the rest.
+      - C(apt-cache policy linux-headers-<release>) (where the headers are not on disk), C(modinfo -F signer nvidia)
+        and C(containerd --version) run only when O(root) is C(/) (they read the running system); where they are
+        missing, fail or do not run, their answers are unknown (C(null)).
+      - ACS is read from each PCIe port's config space (C(/sys/bus/pci/devices/<port>/config)), whose extended part
+        only root reads; without it the ACS state is unknown.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
 - name: Gather the driver evidence of a GPU host
   gpu_platform.cluster.gpu_host_facts:
     node_name: "{{ gpu_platform_node_name | default(omit) }}"
+
+- name: Gather the driver evidence and what the host preflight checks
+  gpu_platform.cluster.gpu_host_facts:
+    checks: true
 
 - name: Say what was found
   ansible.builtin.debug:
@@ -95,6 +115,27 @@ ansible_facts:
         os: {family: Debian, distribution: Debian, major: "12", version: "12.11", architecture: x86_64,
              kernel: 6.1.0-28-amd64}
         initramfs_tool: /usr/sbin/update-initramfs
+    gpu_host_checks:
+      description:
+        - With O(checks) only. C(node_name), C(os) (C(ID), C(VERSION_ID) and C(PRETTY_NAME) of C(/etc/os-release), and C(virtual)), C(gpus), C(driver)
+          (C(loaded), C(version), C(module_type) open, proprietary or empty, C(packages), C(toolkit_packages),
+          C(nvidia_smi), C(operator_root) whether the GPU Operator's driver root is mounted, C(unsigned)), C(modules)
+          (C(nvidia_drm), C(nvidia_modeset), C(nvidia_modeset_users), C(nvidia_modeset_refcount), C(nouveau)),
+          C(secure_boot), C(kernel) (C(release), C(modules_dir), C(headers), C(headers_candidate)), C(containerd)
+          (C(config), C(version), C(imports), C(dropins), C(binary_major)), C(crio) (C(config), C(files),
+          C(runtimes)), C(default_routes) (C(interface), C(drivers), C(mlx5)), C(iommu) (C(groups), C(cmdline),
+          C(passthrough), C(gpu_domains)), C(nics) (ConnectX PCI addresses) and C(acs) (C(bridges), C(readable),
+          C(redirecting)). C(null) is unknown.
+      type: dict
+      returned: when O(checks)
+      sample:
+        node_name: gpu-node-01
+        secure_boot: false
+        driver: {loaded: true, version: 580.159.04, module_type: open, packages: {}, unsigned: false}
+        modules: {nvidia_drm: false, nvidia_modeset: false, nvidia_modeset_users: [], nouveau: false}
+        kernel: {release: 6.8.0-90-generic, modules_dir: true, headers: true, headers_candidate: null}
+        containerd: {config: true, version: 2, imports: [], dropins: [], binary_major: 1}
+        default_routes: [{interface: eno1, drivers: {eno1: ixgbe}, mlx5: false}]
 """
 
 import glob
@@ -104,11 +145,14 @@ import platform
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import host_reader
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_host_facts
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.host_checks import readings
 
 FACTS_FILE = "etc/ansible/facts.d/gpu_platform_driver.fact"
 ARGUMENT_SPEC = {"node_name": {"type": "str"}, "root": {"type": "path", "default": "/"},
-                 "packages": {"type": "list", "elements": "str", "default": []}}
+                 "packages": {"type": "list", "elements": "str", "default": []},
+                 "checks": {"type": "bool", "default": False}}
 INITRAMFS_TOOLS = ("update-initramfs", "dracut")
 
 
@@ -157,17 +201,22 @@ def main():
         module.warn("%s is not JSON; ignoring it" % os.path.join(root, FACTS_FILE))
         record = {}
     smi = module.get_bin_path("nvidia-smi") or ""
-    facts = gpu_host_facts.summarize(
-        module.params["node_name"] or platform.node().split(".")[0].lower(), _pci(root),
-        _read(os.path.join(root, "proc/driver/nvidia/version")), _read(os.path.join(root, "proc/modules")),
-        packages, smi, module.params["packages"])
+    node_name = module.params["node_name"] or platform.node().split(".")[0].lower()
+    pci = _pci(root)
+    proc_version, proc_modules = _read(os.path.join(root, "proc/driver/nvidia/version")), _read(
+        os.path.join(root, "proc/modules"))
+    facts = gpu_host_facts.summarize(node_name, pci, proc_version, proc_modules, packages, smi, module.params["packages"])
     facts["package_manager"] = manager
     facts["host_driver"] = record
     facts["os"] = gpu_host_facts.os_info(_read(os.path.join(root, "etc/os-release")), platform.machine(),
                                          platform.release(), _read(os.path.join(root, "etc/debian_version")))
     facts["initramfs_tool"] = next((path for path in (module.get_bin_path(tool, opt_dirs=["/usr/sbin", "/sbin"])
                                                       for tool in INITRAMFS_TOOLS) if path), "")
-    module.exit_json(changed=False, ansible_facts={"gpu_host": facts})
+    found = {"gpu_host": facts}
+    if module.params["checks"]:
+        found["gpu_host_checks"] = readings.summarize(host_reader.read(
+            module, root, node_name, pci, proc_modules, proc_version, packages, smi))
+    module.exit_json(changed=False, ansible_facts=found)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,11 @@ FILE_EXT = r"(?:yml|yaml|py|md|json|fact|j2|txt|cfg|toml|sh|tgz)\b"
 
 # --- what the docs name ---------------------------------------------------------------------------------
 
+# docs/<name>.md pages named like a module that are not that module's page: docs/preflight.md is the host preflight
+# (playbooks/driver_mode.yml); the preflight module's page is docs/hardening.md.
+NOT_MODULE_DOCS = frozenset(("docs/preflight.md",))
+
+
 def blocks_and_lines(text):
     """Yields ('text', lineno, line) for prose lines and ('block', lineno, lang, body) for fenced blocks
     (lineno of the block's first body line)."""
@@ -155,7 +160,8 @@ class Docs:
             self.variables_in(doc, line, span)
             self.paths_in(doc, line, span)
             self.make_in(doc, line, span)
-            if doc.startswith("docs/") and os.path.exists(os.path.join(ROOT, "plugins", "modules", module_doc + ".py")):
+            if doc.startswith("docs/") and doc not in NOT_MODULE_DOCS \
+                    and os.path.exists(os.path.join(ROOT, "plugins", "modules", module_doc + ".py")):
                 option = re.match(r"^([a-z][a-z0-9]*_[a-z0-9_]+)(?:$|: )|^([a-z][a-z0-9_]*): ", span)
                 if option:
                     self.add("module doc option", doc, line, option.group(1) or option.group(2), module_doc)
