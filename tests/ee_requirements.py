@@ -128,7 +128,7 @@ def entries_by_collection(lines):
     """{collection: [requirement, ...]} from introspect's `requirement  # from collection a,b` lines."""
     found = {}
     for line in lines:
-        requirement, _, origin = line.partition("# from collection")
+        requirement, origin = (line.split("# from collection", 1) + [""])[:2]
         for name in origin.split(","):
             found.setdefault(name.strip() or "user", []).append(requirement.strip())
     return found
@@ -140,6 +140,7 @@ def name_of(requirement):
 
 def prepare(artifact, work):
     """Steps 1 to 3; returns (the combined requirements file, its lines, {collection: version or file})."""
+    work = os.path.abspath(work)
     ctx = create_context(artifact, work)
     installed = install_collections(ctx, os.path.join(work, "collections"))
     out = os.path.join(work, "src")
@@ -175,11 +176,12 @@ def main(argv=None):
     parser.add_argument("artifact")
     parser.add_argument("--work", default=os.path.join(ROOT, "build", "ee-requirements"))
     args = parser.parse_args(argv)
+    work = os.path.abspath(args.work)
     try:
-        requirements, lines, installed = prepare(os.path.abspath(args.artifact), args.work)
+        requirements, lines, installed = prepare(os.path.abspath(args.artifact), work)
         print("ee-requirements: %s (%s) and %s %s; the builder stage's introspect writes:\n  %s"
               % (OWN, os.path.basename(installed[OWN]), CORE, installed[CORE], "\n  ".join(lines)))
-        seconds, versions = install(requirements, os.path.join(args.work, "venv"))
+        seconds, versions = install(requirements, os.path.join(work, "venv"))
     except Failed as exc:
         sys.exit("ee-requirements: %s" % exc)
     print("ee-requirements: %d requirements from %s and %s installed together in %.0f s (%s)"

@@ -216,7 +216,7 @@ def test_requirement_ranges_meet_kubernetes_cores():
     ours = requirement_ranges()
     assert "kubernetes" in theirs and "kubernetes" in ours
     for name in set(theirs) & set(ours):
-        floor, _ = ours[name]
+        floor = ours[name][0]
         assert floor in theirs[name], "%s: our floor %s is outside kubernetes.core's %s" % (name, floor, theirs[name])
 
 
@@ -333,7 +333,7 @@ def test_the_image_build_combines_both_collections_python_requirements(artifact,
     """ansible-builder create resolves nothing; the image's builder stage runs the context's introspect.py on the
     collections the galaxy stage installed. Run here as the Containerfile says, its pip requirements hold every
     requirement of ours beside kubernetes.core's (make ee-requirements then pip-installs them together)."""
-    _, lines, installed = ee_requirements.prepare(str(artifact), str(tmp_path))
+    lines, installed = ee_requirements.prepare(str(artifact), str(tmp_path))[1:]
     assert set(installed) == {"gpu_platform.cluster", "kubernetes.core"}
     by_collection = ee_requirements.entries_by_collection(lines)
     with open(os.path.join(ROOT, "requirements.txt"), encoding="utf-8") as handle:
