@@ -86,8 +86,9 @@ sanity: setup sanity-prep
 # ansible-test --local still makes one virtualenv per sanity test, bootstrapping pip in each with a
 # get-pip script from a host this machine cannot reach; scripts/ansible_test_get_pip.py does that job
 # offline (ensurepip, then PyPI) and gets this environment's pip settings, which ansible-test filters out.
+ANSIBLE_TEST_VENV ?= $(VENV)
 sanity-prep: venv
-	pipver=$$(grep -oP "pip='\K[0-9.]+" $(VENV)/lib/python3.11/site-packages/ansible_test/_internal/python_requirements.py) && \
+	pipver=$$(grep -oP "pip='\K[0-9.]+" $(ANSIBLE_TEST_VENV)/lib/python3.11/site-packages/ansible_test/_internal/python_requirements.py) && \
 	  mkdir -p $$HOME/.ansible/test/cache && \
 	  cp scripts/ansible_test_get_pip.py $$HOME/.ansible/test/cache/get_pip_$${pipver//./_}.py && \
 	  $(PYTHON) scripts/pip_settings.py > $$HOME/.ansible/test/cache/pip-settings.ini
@@ -281,7 +282,8 @@ ee-introspect: package
 # ee-requirements: this collection's Python requirements and kubernetes.core's as an image build of
 # execution-environment.yml combines them (ansible-builder create, then the context's own introspect step), installed
 # together from PyPI into a fresh virtualenv (tests/ee_requirements.py).
-# requirement-floors: tests/unit, tests/modules and the render-mode site.yml with every requirement at the floor of its
+# requirement-floors: tests/unit, tests/modules, the render-mode site.yml and ansible-test sanity (on a copy of its own,
+# as make sanity does) with every requirement at the floor of its
 # range at once and ansible-core at requires_ansible's floor (meta/runtime.yml), the lock's other pins unchanged
 # (scripts/requirement_floors.py), in a virtualenv cached under
 # $${XDG_CACHE_HOME:-~/.cache}/gpu-platform keyed by requirements.txt, requirements-dev.txt, meta/runtime.yml and that script.
@@ -306,6 +308,12 @@ requirement-floors: venv collection shared-check
 	  tests/unit tests/modules $(PYTEST_ARGS)
 	cd $(ROOT) && PATH=$(FLOORS_VENV)/bin:$$PATH ansible-playbook site.yml -i inventories/local \
 	  -e gpu_platform_render_to=$(BUILD)/platform-floors
+	$(MAKE) --no-print-directory sanity-prep ANSIBLE_TEST_VENV=$(FLOORS_VENV)
+	rm -rf $(BUILD)/sanity-floors && mkdir -p $(BUILD)/sanity-floors/ansible_collections/gpu_platform/cluster
+	git ls-files -z --cached --others --exclude-standard | \
+	  xargs -0 -I{} cp --parents {} $(BUILD)/sanity-floors/ansible_collections/gpu_platform/cluster/
+	cd $(BUILD)/sanity-floors/ansible_collections/gpu_platform/cluster && git init -q && git add -A && \
+	  PATH=$(FLOORS_VENV)/bin:$$PATH ansible-test sanity --local --python 3.11 --color no $(SANITY_ARGS)
 
 bench: setup
 	python bench/helm_noop.py --helm $(TOOLS)/bin/helm3
