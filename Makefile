@@ -104,8 +104,9 @@ sanity: setup sanity-prep
 # ansible-test --local still makes one virtualenv per sanity test, bootstrapping pip in each with a
 # get-pip script from a host this machine cannot reach; scripts/ansible_test_get_pip.py does that job
 # offline (ensurepip, then PyPI) and gets this environment's pip settings, which ansible-test filters out.
+ANSIBLE_TEST_VENV ?= $(VENV)
 sanity-prep: venv
-	pipver=$$(grep -oP "pip='\K[0-9.]+" $(VENV)/lib/python3.11/site-packages/ansible_test/_internal/python_requirements.py) && \
+	pipver=$$(grep -oP "pip='\K[0-9.]+" $(ANSIBLE_TEST_VENV)/lib/python3.11/site-packages/ansible_test/_internal/python_requirements.py) && \
 	  mkdir -p $$HOME/.ansible/test/cache && \
 	  cp scripts/ansible_test_get_pip.py $$HOME/.ansible/test/cache/get_pip_$${pipver//./_}.py && \
 	  $(PYTHON) scripts/pip_settings.py > $$HOME/.ansible/test/cache/pip-settings.ini
@@ -176,7 +177,7 @@ molecule-kind: setup
 # are the ones pytest-cluster runs on the same inventory, and pytest-cluster runs its verify.yml too.
 TEST_STEPS := setup shared-check system-deps cluster-build flux-build operators-build
 TEST_STEPS_BESIDE := lint sanity pytest-fast gitops-test gitops-test-aks demo demo-fresh-clone checkov package \
-	ee-introspect
+	ee-introspect ee-requirements requirement-floors
 TEST_LANE := pytest-cluster molecule-hosts
 TIMED = t0=$$(date +%s); rc=0; $(MAKE) --no-print-directory $$step || rc=$$?; \
 	  printf '%-18s %5ds%s\n' "$$step" $$(( $$(date +%s) - t0 )) "$$suffix" >> $(BUILD)/test-times.txt
@@ -296,6 +297,45 @@ ee-introspect: package
 	cat $(BUILD)/ee-introspect.yml
 	@grep -Eq "^- '?kubernetes[=<>~!].*# from collection gpu_platform\.cluster'?$$" $(BUILD)/ee-introspect.yml || \
 	  { echo "ansible-builder introspect does not list gpu_platform.cluster's kubernetes requirement"; exit 1; }
+
+# ---------------------------------------------------------------- requirement ranges (README, "Requirements")
+# requirements.txt gives ranges, from the lowest version tested to below the next major; requirements-dev.txt (the
+# test lock) pins the newest tested, which every other step runs with.
+# ee-requirements: this collection's Python requirements and kubernetes.core's as an image build of
+# execution-environment.yml combines them (ansible-builder create, then the context's own introspect step), installed
+# together from PyPI into a fresh virtualenv (tests/ee_requirements.py).
+# requirement-floors: tests/unit, tests/modules, the render-mode site.yml and ansible-test sanity (on a copy of its own,
+# as make sanity does) with every requirement at the floor of its
+# range at once and ansible-core at requires_ansible's floor (meta/runtime.yml), the lock's other pins unchanged
+# (scripts/requirement_floors.py), in a virtualenv cached under
+# $${XDG_CACHE_HOME:-~/.cache}/gpu-platform keyed by requirements.txt, requirements-dev.txt, meta/runtime.yml and that script.
+GPU_PLATFORM_CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gpu-platform
+FLOORS_VENV = $(GPU_PLATFORM_CACHE)/venv-floors-$(shell cat requirements.txt requirements-dev.txt meta/runtime.yml \
+	scripts/requirement_floors.py | sha256sum | cut -c1-16)
+.PHONY: ee-requirements requirement-floors
+ee-requirements: package
+	$(VENV)/bin/python -m tests.ee_requirements $(DIST)/gpu_platform-cluster-*.tar.gz
+
+requirement-floors: venv collection shared-check
+	@if [ ! -f $(FLOORS_VENV)/.stamp ]; then \
+	  echo "requirement-floors: building $(FLOORS_VENV)"; rm -rf $(FLOORS_VENV); \
+	  $(PYTHON) -m venv $(FLOORS_VENV); \
+	  $(FLOORS_VENV)/bin/pip install --quiet --upgrade pip; \
+	  $(PYTHON) scripts/requirement_floors.py lock > $(FLOORS_VENV)/requirements.txt; \
+	  $(FLOORS_VENV)/bin/pip install --quiet -r $(FLOORS_VENV)/requirements.txt; \
+	  touch $(FLOORS_VENV)/.stamp; \
+	fi
+	$(FLOORS_VENV)/bin/python scripts/requirement_floors.py check
+	PATH=$(FLOORS_VENV)/bin:$$PATH $(PYTEST) -p no:cacheprovider -n $(PYTEST_WORKERS) -m "not local_control_plane" \
+	  tests/unit tests/modules $(PYTEST_ARGS)
+	cd $(ROOT) && PATH=$(FLOORS_VENV)/bin:$$PATH ansible-playbook site.yml -i inventories/local \
+	  -e gpu_platform_render_to=$(BUILD)/platform-floors
+	$(MAKE) --no-print-directory sanity-prep ANSIBLE_TEST_VENV=$(FLOORS_VENV)
+	rm -rf $(BUILD)/sanity-floors && mkdir -p $(BUILD)/sanity-floors/ansible_collections/gpu_platform/cluster
+	git ls-files -z --cached --others --exclude-standard | \
+	  xargs -0 -I{} cp --parents {} $(BUILD)/sanity-floors/ansible_collections/gpu_platform/cluster/
+	cd $(BUILD)/sanity-floors/ansible_collections/gpu_platform/cluster && git init -q && git add -A && \
+	  PATH=$(FLOORS_VENV)/bin:$$PATH ansible-test sanity --local --python 3.11 --color no $(SANITY_ARGS)
 
 bench: setup
 	python bench/helm_noop.py --helm $(TOOLS)/bin/helm3

@@ -12,11 +12,16 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tarfile
 
 import pytest
 import yaml
 from ansible_builder.ee_schema import validate_schema
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from tests import ee_requirements
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -152,7 +157,7 @@ def test_left_out_folders_are_not_used_by_shipped_content():
 
 
 def test_requirements_txt_is_what_the_plugins_import():
-    """Runtime Python requirements only: exactly the third-party packages plugins/ imports, each pinned."""
+    """Runtime Python requirements only: exactly the third-party packages plugins/ imports, each a range."""
     imported = set()
     for path in glob.glob(os.path.join(ROOT, "plugins", "**", "*.py"), recursive=True):
         with open(path, encoding="utf-8") as handle:
@@ -165,9 +170,54 @@ def test_requirements_txt_is_what_the_plugins_import():
     third_party = {IMPORT_TO_DIST.get(n, n) for n in imported
                    if n not in sys.stdlib_module_names and n not in ("ansible", "ansible_collections")}
     assert set(requirement_names(os.path.join(ROOT, "requirements.txt"))) == third_party
+    assert set(requirement_ranges()) == set(requirement_names(os.path.join(ROOT, "requirements.txt")))
+
+
+def requirement_ranges():
+    """{name: (floor, below)} from requirements.txt, every line `name>=FLOOR,<BELOW`."""
+    ranges = {}
     with open(os.path.join(ROOT, "requirements.txt"), encoding="utf-8") as handle:
-        pins = [line.strip() for line in handle if line.strip() and not line.startswith("#")]
-    assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][0-9A-Za-z.]*", pin) for pin in pins), pins
+        for line in handle:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                match = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([0-9][0-9.]*),<([0-9][0-9.]*)", line)
+                assert match, "%r is not a range name>=LOWEST_TESTED,<NEXT_MAJOR" % line
+                ranges[match.group(1).lower()] = (Version(match.group(2)), Version(match.group(3)))
+    return ranges
+
+
+def lock_pins():
+    pins = {}
+    with open(os.path.join(ROOT, "requirements-dev.txt"), encoding="utf-8") as handle:
+        for line in handle:
+            if "==" in line and not line.startswith("#"):
+                name, version = line.strip().split("==")
+                pins[re.sub(r"[-_.]+", "-", name).lower()] = Version(version)
+    return pins
+
+
+def test_requirement_ranges_run_from_the_floor_to_below_the_next_major_of_the_lock():
+    """Ranges, not pins (an execution environment with another collection naming another version must resolve):
+    from the floor make requirement-floors tests to below the next major release after the lock's pin, which
+    the rest of the tests run with."""
+    lock = lock_pins()
+    for name, (floor, below) in requirement_ranges().items():
+        assert floor < lock[name] < below, (name, floor, lock[name], below)
+        assert below == Version("%d" % (lock[name].major + 1)), (name, below, lock[name])
+        assert floor.major < below.major
+
+
+def test_requirement_ranges_meet_kubernetes_cores():
+    """kubernetes.core (the same execution environment) names kubernetes>=24.2.0: every version of ours is one of its."""
+    core = os.path.join(sysconfig.get_paths()["purelib"], "ansible_collections", "kubernetes", "core", "requirements.txt")
+    with open(core, encoding="utf-8") as handle:
+        theirs = {requirement_names_from_lines([line])[0]: SpecifierSet(re.sub(r"^[A-Za-z0-9_.-]+", "", line.strip()))
+                  for line in handle if line.strip() and not line.startswith("#")}
+    ours = requirement_ranges()
+    assert "kubernetes" in theirs and "kubernetes" in ours
+    for name in set(theirs) & set(ours):
+        floor = ours[name][0]
+        assert floor in theirs[name], "%s: our floor %s is outside kubernetes.core's %s" % (name, floor, theirs[name])
 
 
 def test_collection_ee_metadata_names_the_requirement_files():
@@ -181,7 +231,7 @@ def test_introspect_lists_the_installed_collections_requirements(installed):
     origin = "  # from collection gpu_platform.cluster"
     python = [line[:-len(origin)] for line in data["python"] if line.endswith(origin)]
     system = [line[:-len(origin)] for line in data["system"] if line.endswith(origin)]
-    assert any(line.startswith("kubernetes==") for line in python), data["python"]
+    assert any(line.startswith("kubernetes>=") for line in python), data["python"]
     expected = [n for n in requirement_names(os.path.join(ROOT, "requirements.txt")) if n not in INTROSPECT_DROPS]
     assert sorted(requirement_names_from_lines(python)) == sorted(expected)
     assert {line.split()[0] for line in system} == {"ca-certificates", "tar", "gzip"}
@@ -277,6 +327,19 @@ def test_ansible_builder_create_writes_the_build_context(context):
     # helm comes last, after the bindep packages it needs and before the image drops to its user
     final = containerfile[containerfile.index("FROM base AS final"):]
     assert final.index("install-from-bindep") < final.index("sha256sum -c") < final.index("USER ")
+
+
+def test_the_image_build_combines_both_collections_python_requirements(artifact, tmp_path):
+    """ansible-builder create resolves nothing; the image's builder stage runs the context's introspect.py on the
+    collections the galaxy stage installed. Run here as the Containerfile says, its pip requirements hold every
+    requirement of ours beside kubernetes.core's (make ee-requirements then pip-installs them together)."""
+    lines, installed = ee_requirements.prepare(str(artifact), str(tmp_path))[1:]
+    assert set(installed) == {"gpu_platform.cluster", "kubernetes.core"}
+    by_collection = ee_requirements.entries_by_collection(lines)
+    with open(os.path.join(ROOT, "requirements.txt"), encoding="utf-8") as handle:
+        ours = [line.strip() for line in handle if line.strip() and not line.startswith("#")]
+    assert sorted(by_collection["gpu_platform.cluster"]) == sorted(r for r in ours if not r.lower().startswith("pyyaml"))
+    assert "kubernetes>=24.2.0" in by_collection["kubernetes.core"]
 
 
 def test_galaxy_stage_finds_the_artifact(context, tmp_path):

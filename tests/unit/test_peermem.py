@@ -1,8 +1,10 @@
 """Table-driven tests of the peermem domain: the Namespace and the DaemonSet that load nvidia-peermem on
 GPU nodes whose driver the host image owns, their schema validity, and the refusals of bad inputs."""
 import copy
+import inspect
 import json
 import re
+import types
 
 import pytest
 from kubernetes import client as k8s_client
@@ -135,6 +137,18 @@ def as_volcano_job(ds):
             "spec": {"tasks": [{"name": "loader", "replicas": 1, "template": copy.deepcopy(ds["spec"]["template"])}]}}
 
 
+def round_trip(obj, model):
+    """obj through the Kubernetes client's typed model and back. kubernetes 37 takes the answer's text and content
+    type; older clients (requirements.txt's floor, make requirement-floors) take a response with the text as .data."""
+    api = k8s_client.ApiClient()
+    text = json.dumps(obj)
+    if "content_type" in inspect.signature(api.deserialize).parameters:
+        model_object = api.deserialize(text, model, "application/json")
+    else:
+        model_object = api.deserialize(types.SimpleNamespace(data=text), model)
+    return api.sanitize_for_serialization(model_object)
+
+
 @pytest.mark.parametrize("selector", SELECTORS)
 @pytest.mark.parametrize("module", MODULES)
 def test_objects_are_valid_kubernetes_objects(selector, module):
@@ -143,9 +157,7 @@ def test_objects_are_valid_kubernetes_objects(selector, module):
     crdschema.validate(as_volcano_job(ds))
     # The DaemonSet level (selector, updateStrategy, template): the Kubernetes client's apps/v1 model; a
     # round trip keeps only fields the model knows, so any misspelt or misplaced field shows as a difference.
-    api = k8s_client.ApiClient()
-    model = api.deserialize(json.dumps(ds), "V1DaemonSet", "application/json")
-    assert api.sanitize_for_serialization(model) == ds
+    assert round_trip(ds, "V1DaemonSet") == ds
 
 
 def test_the_schema_checks_catch_mistakes():
@@ -160,8 +172,7 @@ def test_the_schema_checks_catch_mistakes():
     assert any("periodSeconds" in e for e in crdschema.crd_errors(as_volcano_job(bad)))
     bad = copy.deepcopy(ds)
     bad["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailble"] = 1
-    api = k8s_client.ApiClient()
-    assert api.sanitize_for_serialization(api.deserialize(json.dumps(bad), "V1DaemonSet", "application/json")) != bad
+    assert round_trip(bad, "V1DaemonSet") != bad
     bad_ns = copy.deepcopy(render()[0])
     bad_ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] = "privileged!"
     assert crdschema.core_errors(bad_ns)
