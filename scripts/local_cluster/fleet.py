@@ -59,10 +59,15 @@ NICS = {
 
 def hardware(gpu=None, gpus=GPUS_PER_NODE, nic=None, nics=0, os_id="ubuntu", os_version="22.04",
              os_image="Ubuntu 22.04.5 LTS", kernel="5.15.0-1079-azure", runtime="containerd://1.7.27-1",
-             driver=None, netdev="ibp%ds0"):
-    """One node's declared hardware (what the node agents read)."""
+             driver=None, netdev="ibp%ds0", host=None):
+    """One node's declared hardware (what the node agents read). ``host``: the host state the host preflight's probe
+    reads beyond what the rest implies (tests/fakes/node_agent_probe.py): ``files`` ({host path: text}, added or
+    replacing), ``modules`` (/proc/modules lines loaded besides the driver's), ``absent`` (paths, and all under them,
+    the host does not have: ``/lib/modules/<kernel>/build`` for a kernel without headers)."""
     declared = {"os": {"id": os_id, "version_id": os_version, "image": os_image}, "kernel": kernel,
                 "runtime": runtime, "gpus": None, "nics": None, "driver": driver}
+    if host:
+        declared["host"] = host
     if gpu:
         product, memory, family, device, mig, compute = GPUS[gpu]
         declared["gpus"] = {"product": product, "count": gpus, "memory_mib": memory, "family": family,
@@ -255,12 +260,19 @@ OWNED_BY_JOB = {"key": ".metadata.ownerReferences.[].kind", "operator": "In", "v
 BARE = [{"key": ".spec.restartPolicy", "operator": "In", "values": ["Never"]},
         {"key": ".metadata.ownerReferences", "operator": "DoesNotExist"}]
 NOT_SMOKE = {"key": '.metadata.labels["%s"]' % SMOKE_LABEL, "operator": "DoesNotExist"}
+# The host preflight's probe pods (domain/host_checks/probe.py) complete once the probe agent wrote what they printed
+# (tests/fakes/node_agent_probe.py), as a smoke test's.
+PROBE_LABEL = "gpu-platform.io/host-probe"
+NOT_PROBE = {"key": '.metadata.labels["%s"]' % PROBE_LABEL, "operator": "DoesNotExist"}
+PROBED = [{"key": '.metadata.labels["%s"]' % PROBE_LABEL, "operator": "Exists"},
+          {"key": '.metadata.annotations["%s"]' % LOGS_WRITTEN, "operator": "Exists"}]
 LOGGED = [{"key": '.metadata.labels["%s"]' % SMOKE_LABEL, "operator": "Exists"},
           {"key": '.metadata.annotations["%s"]' % LOGS_WRITTEN, "operator": "Exists"}]
-STAGES = [_stage("gpu-platform-job-pod-complete", [OWNED_BY_JOB, NOT_SMOKE]),
+STAGES = [_stage("gpu-platform-job-pod-complete", [OWNED_BY_JOB, NOT_SMOKE, NOT_PROBE]),
           _stage("gpu-platform-bare-pod-complete", BARE + [NOT_SMOKE]),
           _stage("gpu-platform-smoke-job-pod-complete", [OWNED_BY_JOB] + LOGGED),
-          _stage("gpu-platform-smoke-bare-pod-complete", BARE + LOGGED)]
+          _stage("gpu-platform-smoke-bare-pod-complete", BARE + LOGGED),
+          _stage("gpu-platform-probe-job-pod-complete", [OWNED_BY_JOB] + PROBED)]
 UPSTREAM_LEFT_OUT = ("pod-complete.yaml",)  # replaced by STAGES
 
 
