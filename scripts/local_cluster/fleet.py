@@ -19,6 +19,8 @@ container runtime; a driver the provider installed), which the node agents (``te
   ``molecule/hosts``) leaves them: the pinned 580 branch loaded (declared); kubelet's labels only.
 * ``mixed`` (the default): bare nodes in the pools the collection's tests use: ``training`` (A100, MIG),
   ``inference`` (H100, time-slicing), ``dra`` (H100, no NIC).
+* ``host-drift``: the ``mixed`` pools, the ``inference`` hosts carrying the container toolkit's containerd drop-in
+  at version 3 over a version 2 root config (declared under ``host``: what the host preflight's probe reads).
 * ``labelled``: the ``mixed`` pools as NFD, GPU Feature Discovery and the device plugins would have left them
   (labels and allocatable set at creation, the hosts' driver declared), for trying a layer on its own.
 
@@ -142,6 +144,21 @@ def _mixed():
     }
 
 
+# What the container toolkit leaves on a host where containerd's root config is at version 2: its drop-in at version 3
+# (NVIDIA/nvidia-container-toolkit#1222); containerd refuses it at its next restart.
+TOOLKIT_DROP_IN = {"files": {
+    "/etc/containerd/config.toml": 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n[plugins]\n',
+    "/etc/containerd/conf.d/99-nvidia.toml": "version = 3\n[plugins]\n"}}
+
+
+def _host_drift():
+    """The mixed pools, the inference pool's hosts carrying the toolkit's drop-in above their root config's version."""
+    layout = _mixed()
+    layout["gpu_pools"] = [(name, labels, dict(declared, host=TOOLKIT_DROP_IN) if labels.get("nodepool") == "inference"
+                            else declared) for name, labels, declared in layout["gpu_pools"]]
+    return layout
+
+
 def _labelled():
     """The mixed pools with a driver the hosts loaded (what GFD and the device plugin needed to label them)."""
     layout = _mixed()
@@ -153,7 +170,8 @@ def _labelled():
 
 PROFILES = {"aks-nd-h100-v5": lambda: _aks(False), "aks-nd-h100-v5-driver": lambda: _aks(True),
             "aks-nc-h100-v5": lambda: _aks(series="nc"), "baremetal": _baremetal,
-            "baremetal-driver": lambda: _baremetal(True), "mixed": _mixed, "labelled": _labelled}
+            "baremetal-driver": lambda: _baremetal(True), "mixed": _mixed, "labelled": _labelled,
+            "host-drift": _host_drift}
 DEFAULT_PROFILE = "mixed"
 BARE_PROFILES = ("aks-nd-h100-v5", "aks-nd-h100-v5-driver", "aks-nc-h100-v5", "baremetal", "baremetal-driver",
                  "mixed")
