@@ -51,12 +51,12 @@ def test_the_real_h100_through_the_probe_reads_as_over_ssh(tmp_path):
     assert host_checks([checks], dict(platform, driver_mode="host"))["blocking"] == []
 
 
-STATES = [name for name in ("drop_in_higher", "nvidia_drm", "nouveau", "default_route_on_mlx5",
-                            "default_route_on_a_bond_of_mlx5", "iommu_translating", "no_driver", "no_modules_dir",
-                            "no_headers_on_disk", "secure_boot_on", "secure_boot_on_unsigned_loaded")]
+STATES = ("drop_in_higher", "nvidia_drm", "nouveau", "default_route_on_mlx5", "default_route_on_a_bond_of_mlx5",
+          "iommu_translating", "no_driver", "no_modules_dir", "no_headers_on_disk", "secure_boot_on",
+          "secure_boot_on_unsigned_loaded")
 
 
-@pytest.mark.parametrize("state", [None] + STATES)
+@pytest.mark.parametrize("state", (None,) + STATES)
 def test_each_crafted_host_gives_the_same_findings_through_the_probe(tmp_path, state):
     root = trees.clean_tree(tmp_path)
     if state:
