@@ -19,6 +19,8 @@ container runtime; a driver the provider installed), which the node agents (``te
   ``molecule/hosts``) leaves them: the pinned 580 branch loaded (declared); kubelet's labels only.
 * ``mixed`` (the default): bare nodes in the pools the collection's tests use: ``training`` (A100, MIG),
   ``inference`` (H100, time-slicing), ``dra`` (H100, no NIC).
+* ``host-drift``: the ``mixed`` pools, the ``inference`` hosts carrying the container toolkit's containerd drop-in
+  at version 3 over a version 2 root config (declared under ``host``: what the host preflight's probe reads).
 * ``labelled``: the ``mixed`` pools as NFD, GPU Feature Discovery and the device plugins would have left them
   (labels and allocatable set at creation, the hosts' driver declared), for trying a layer on its own.
 
@@ -59,10 +61,15 @@ NICS = {
 
 def hardware(gpu=None, gpus=GPUS_PER_NODE, nic=None, nics=0, os_id="ubuntu", os_version="22.04",
              os_image="Ubuntu 22.04.5 LTS", kernel="5.15.0-1079-azure", runtime="containerd://1.7.27-1",
-             driver=None, netdev="ibp%ds0"):
-    """One node's declared hardware (what the node agents read)."""
+             driver=None, netdev="ibp%ds0", host=None):
+    """One node's declared hardware (what the node agents read). ``host``: the host state the host preflight's probe
+    reads beyond what the rest implies (tests/fakes/node_agent_probe.py): ``files`` ({host path: text}, added or
+    replacing), ``modules`` (/proc/modules lines loaded besides the driver's), ``absent`` (paths, and all under them,
+    the host does not have: ``/lib/modules/<kernel>/build`` for a kernel without headers)."""
     declared = {"os": {"id": os_id, "version_id": os_version, "image": os_image}, "kernel": kernel,
                 "runtime": runtime, "gpus": None, "nics": None, "driver": driver}
+    if host:
+        declared["host"] = host
     if gpu:
         product, memory, family, device, mig, compute = GPUS[gpu]
         declared["gpus"] = {"product": product, "count": gpus, "memory_mib": memory, "family": family,
@@ -137,6 +144,21 @@ def _mixed():
     }
 
 
+# What the container toolkit leaves on a host where containerd's root config is at version 2: its drop-in at version 3
+# (NVIDIA/nvidia-container-toolkit#1222); containerd refuses it at its next restart.
+TOOLKIT_DROP_IN = {"files": {
+    "/etc/containerd/config.toml": 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n[plugins]\n',
+    "/etc/containerd/conf.d/99-nvidia.toml": "version = 3\n[plugins]\n"}}
+
+
+def _host_drift():
+    """The mixed pools, the inference pool's hosts carrying the toolkit's drop-in above their root config's version."""
+    layout = _mixed()
+    layout["gpu_pools"] = [(name, labels, dict(declared, host=TOOLKIT_DROP_IN) if labels.get("nodepool") == "inference"
+                            else declared) for name, labels, declared in layout["gpu_pools"]]
+    return layout
+
+
 def _labelled():
     """The mixed pools with a driver the hosts loaded (what GFD and the device plugin needed to label them)."""
     layout = _mixed()
@@ -148,7 +170,8 @@ def _labelled():
 
 PROFILES = {"aks-nd-h100-v5": lambda: _aks(False), "aks-nd-h100-v5-driver": lambda: _aks(True),
             "aks-nc-h100-v5": lambda: _aks(series="nc"), "baremetal": _baremetal,
-            "baremetal-driver": lambda: _baremetal(True), "mixed": _mixed, "labelled": _labelled}
+            "baremetal-driver": lambda: _baremetal(True), "mixed": _mixed, "labelled": _labelled,
+            "host-drift": _host_drift}
 DEFAULT_PROFILE = "mixed"
 BARE_PROFILES = ("aks-nd-h100-v5", "aks-nd-h100-v5-driver", "aks-nc-h100-v5", "baremetal", "baremetal-driver",
                  "mixed")
@@ -255,12 +278,19 @@ OWNED_BY_JOB = {"key": ".metadata.ownerReferences.[].kind", "operator": "In", "v
 BARE = [{"key": ".spec.restartPolicy", "operator": "In", "values": ["Never"]},
         {"key": ".metadata.ownerReferences", "operator": "DoesNotExist"}]
 NOT_SMOKE = {"key": '.metadata.labels["%s"]' % SMOKE_LABEL, "operator": "DoesNotExist"}
+# The host preflight's probe pods (domain/host_checks/probe.py) complete once the probe agent wrote what they printed
+# (tests/fakes/node_agent_probe.py), as a smoke test's.
+PROBE_LABEL = "gpu-platform.io/host-probe"
+NOT_PROBE = {"key": '.metadata.labels["%s"]' % PROBE_LABEL, "operator": "DoesNotExist"}
+PROBED = [{"key": '.metadata.labels["%s"]' % PROBE_LABEL, "operator": "Exists"},
+          {"key": '.metadata.annotations["%s"]' % LOGS_WRITTEN, "operator": "Exists"}]
 LOGGED = [{"key": '.metadata.labels["%s"]' % SMOKE_LABEL, "operator": "Exists"},
           {"key": '.metadata.annotations["%s"]' % LOGS_WRITTEN, "operator": "Exists"}]
-STAGES = [_stage("gpu-platform-job-pod-complete", [OWNED_BY_JOB, NOT_SMOKE]),
+STAGES = [_stage("gpu-platform-job-pod-complete", [OWNED_BY_JOB, NOT_SMOKE, NOT_PROBE]),
           _stage("gpu-platform-bare-pod-complete", BARE + [NOT_SMOKE]),
           _stage("gpu-platform-smoke-job-pod-complete", [OWNED_BY_JOB] + LOGGED),
-          _stage("gpu-platform-smoke-bare-pod-complete", BARE + LOGGED)]
+          _stage("gpu-platform-smoke-bare-pod-complete", BARE + LOGGED),
+          _stage("gpu-platform-probe-job-pod-complete", [OWNED_BY_JOB] + PROBED)]
 UPSTREAM_LEFT_OUT = ("pod-complete.yaml",)  # replaced by STAGES
 
 

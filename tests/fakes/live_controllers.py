@@ -10,6 +10,8 @@ hardware:
   device plugin, drivers, peermem, the MIG manager, the RDMA and SR-IOV device plugins, the DRA kubelet plugin's
   ResourceSlices), from the node's declared hardware.
 * ``SmokeLogs`` (``node_agent_smoke.py``): the smoke pods' logs, from what each pod was given on its node.
+* ``ProbeLogs`` (``node_agent_probe.py``): the host preflight's probe pods' logs, their script run against the
+  node's declared host.
 
 An operator that ``CLUSTER_OPERATORS`` leaves out has no controller at all: its chart is installed (the fixture
 chart), KWOK runs its pods, and nothing reconciles its resources. The simulations of the fake API server
@@ -18,10 +20,11 @@ chart), KWOK runs its pods, and nothing reconciles its resources. The simulation
 KWOK's) and the fake's workload controllers (the real ones run).
 """
 
+from .node_agent_probe import ProbeLogs
 from .node_agent_smoke import SmokeLogs
 from .node_agents import NodeAgents
 
 
 def live_controllers(mig_delay=1.0, logs_dir=None):
     """Fresh instances of the controllers ``live.py`` runs against the local control plane."""
-    return [NodeAgents(mig_delay=mig_delay), SmokeLogs(logs_dir)]
+    return [NodeAgents(mig_delay=mig_delay), SmokeLogs(logs_dir), ProbeLogs(logs_dir)]

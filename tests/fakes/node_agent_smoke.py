@@ -41,6 +41,7 @@ class SmokeLogs(Controller):
     """Smoke pods' logs, written as they run (see the module docstring)."""
 
     watches = frozenset({("", "Pod")})
+    LABEL = SMOKE  # the pods whose logs this writes
 
     def __init__(self, logs_dir):
         self.logs_dir = Path(logs_dir) if logs_dir else None
@@ -49,7 +50,7 @@ class SmokeLogs(Controller):
 
     def handle(self, event):
         pod = event.obj
-        if not ((pod["metadata"].get("labels") or {}).get(SMOKE)) or self.logs_dir is None:
+        if not ((pod["metadata"].get("labels") or {}).get(self.LABEL)) or self.logs_dir is None:
             return
         uid = pod["metadata"]["uid"]
         if event.type == "DELETED":

@@ -53,7 +53,8 @@ def test_every_blocking_finding_in_one_message_then_the_skip_list(tmp_path):
 
 
 @pytest.mark.parametrize("extra, words", [
-    ({}, "Host preflight skipped: no host in the gpu_hosts group"),
+    ({}, "Host preflight skipped: no host in the gpu_hosts group (gpu_platform_host_probe: true reads the GPU "
+         "nodes through probe Jobs)"),
     ({"gpu_platform_render_to": "/nonexistent-never-written"},
      "Host preflight skipped: render mode (nothing is read from the GPU hosts)"),
 ])

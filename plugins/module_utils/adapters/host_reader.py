@@ -26,65 +26,83 @@ CRIO_FILES = ("etc/crio/crio.conf", "etc/crio/crio.conf.d/*")
 OPERATOR_DRIVER_ROOT = "run/nvidia/driver"
 
 
-def _text(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return None
+class LocalFiles:
+    """The host's files under ``root`` (``/`` on the host itself; a crafted tree in a test). Paths are the host's
+    (``/etc/...``); the probe Job's log answers the same questions (domain/host_checks/probe.py ``LoggedFiles``)."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def _under(self, path):
+        return os.path.join(self.root, path.lstrip("/"))
+
+    def text(self, path):
+        try:
+            with open(self._under(path), encoding="utf-8", errors="replace") as handle:
+                return handle.read()
+        except OSError:
+            return None
+
+    def data(self, path, size=4096):
+        try:
+            with open(self._under(path), "rb") as handle:
+                return handle.read(size)
+        except OSError:
+            return None
+
+    def glob(self, pattern):
+        """The host paths that match ``pattern``, sorted."""
+        return sorted("/" + os.path.relpath(path, self.root) for path in glob.glob(self._under(pattern)))
+
+    def real(self, path):
+        return os.path.realpath(self._under(path))
+
+    def link_name(self, path):
+        try:
+            return os.path.basename(os.readlink(self._under(path)))
+        except OSError:
+            return ""
+
+    def isdir(self, path):
+        return os.path.isdir(self._under(path))
+
+    def isfile(self, path):
+        return os.path.isfile(self._under(path))
+
+    def exists(self, path):
+        return os.path.exists(self._under(path))
 
 
-def _bytes(path, size=4096):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(size)
-    except OSError:
-        return None
-
-
-def _under(root, path):
-    """``path`` (absolute on the host, or relative to it) under ``root``."""
-    return os.path.join(root, path.lstrip("/"))
-
-
-def _link_name(path):
-    try:
-        return os.path.basename(os.readlink(path))
-    except OSError:
-        return ""
-
-
-def _containerd_dropins(root, config_text, imports):
+def _containerd_dropins(files, config_text, imports):
     """{host path: (text, imported)} for the drop-ins the root config imports (globs relative to its folder) and the
     files of conf.d (which the container toolkit writes, adding the import)."""
     out = {}
     config_dir = "/" + os.path.dirname(CONTAINERD_CONFIG)
     for pattern in imports if config_text is not None else []:
         host_pattern = pattern if pattern.startswith("/") else os.path.join(config_dir, pattern)
-        for path in sorted(glob.glob(_under(root, host_pattern))):
-            out["/" + os.path.relpath(path, root)] = (_text(path) or "", True)
-    for path in sorted(glob.glob(_under(root, CONTAINERD_DROPINS))):
-        host_path = "/" + os.path.relpath(path, root)
-        out.setdefault(host_path, (_text(path) or "", False))
+        for path in files.glob(host_pattern):
+            out[path] = (files.text(path) or "", True)
+    for path in files.glob("/" + CONTAINERD_DROPINS):
+        out.setdefault(path, (files.text(path) or "", False))
     return out
 
 
-def _net_drivers(root, interface, depth=0):
+def _net_drivers(files, interface, depth=0):
     """{interface: driver} for a netdev and, when it has no device of its own (a bond, a VLAN, a bridge), the
     interfaces under it (its lower_* links)."""
-    base = _under(root, "sys/class/net/%s" % interface)
-    driver = _link_name(os.path.join(base, "device", "driver"))
+    base = "/sys/class/net/%s" % interface
+    driver = files.link_name(base + "/device/driver")
     if driver or depth > 3:
         return {interface: driver}
     out = {}
-    for lower in sorted(glob.glob(os.path.join(base, "lower_*"))):
-        out.update(_net_drivers(root, os.path.basename(lower)[len("lower_"):], depth + 1))
+    for lower in files.glob(base + "/lower_*"):
+        out.update(_net_drivers(files, os.path.basename(lower)[len("lower_"):], depth + 1))
     return out or {interface: ""}
 
 
 def _command(module, root, tool, arguments):
     """The output of a read-only command, or None (another root, no such tool, or it failed)."""
-    if os.path.realpath(root) != "/":
+    if module is None or os.path.realpath(root) != "/":
         return None
     path = module.get_bin_path(tool, opt_dirs=["/usr/sbin", "/sbin"])
     if not path:
@@ -96,57 +114,66 @@ def _command(module, root, tool, arguments):
 def read(module, root, node_name, pci, proc_modules, proc_version, packages, nvidia_smi):
     """What ``readings.summarize`` takes: the files under ``root`` and the commands' outputs. ``pci``,
     ``proc_modules``, ``proc_version``, ``packages`` and ``nvidia_smi`` are what gpu_host_facts read already."""
-    config_text = _text(_under(root, CONTAINERD_CONFIG))
-    release = (_text(_under(root, "proc/sys/kernel/osrelease")) or "").strip()
+    return collect(LocalFiles(root), lambda tool, arguments: _command(module, root, tool, arguments), node_name, pci,
+                   proc_modules, proc_version, packages, nvidia_smi)
+
+
+def collect(files, command, node_name, pci, proc_modules, proc_version, packages, nvidia_smi, operator_root=None):
+    """``read`` on any ``files`` (``LocalFiles``, or the probe Job's log) and ``command(tool, arguments)`` (its output
+    or None). ``operator_root``, when given, replaces the look at /run/nvidia/driver."""
+    config_text = files.text("/" + CONTAINERD_CONFIG)
+    release = (files.text("/proc/sys/kernel/osrelease") or "").strip()
     modules = readings.proc_modules(proc_modules)
-    route, ipv6_route = _text(_under(root, "proc/net/route")), _text(_under(root, "proc/net/ipv6_route"))
-    efivars = sorted(glob.glob(_under(root, "sys/firmware/efi/efivars/SecureBoot-%s" % SECURE_BOOT_GUID)))
-    secure_boot = readings.secure_boot(_bytes(efivars[0])) if efivars else None
-    if secure_boot is None and not os.path.isdir(_under(root, "sys/firmware/efi")):
+    route, ipv6_route = files.text("/proc/net/route"), files.text("/proc/net/ipv6_route")
+    efivars = files.glob("/sys/firmware/efi/efivars/SecureBoot-%s" % SECURE_BOOT_GUID)
+    secure_boot = readings.secure_boot(files.data(efivars[0])) if efivars else None
+    if secure_boot is None and not files.isdir("/sys/firmware/efi"):
         secure_boot = False  # booted by a legacy BIOS: there is no Secure Boot
-    devices = _under(root, "sys/bus/pci/devices")
+    devices = "/sys/bus/pci/devices"
     chains, acs, iommu_types = {}, {}, {}
     for address in sorted(pci):
-        chains[address] = readings.pci_chain(os.path.realpath(os.path.join(devices, address)))
-        group_type = _text(os.path.join(devices, address, "iommu_group", "type"))
+        chains[address] = readings.pci_chain(files.real(os.path.join(devices, address)))
+        group_type = files.text(os.path.join(devices, address, "iommu_group", "type"))
         iommu_types[address] = group_type.strip() if group_type else None
     gpus = {gpu["address"] for gpu in gpu_host_facts.gpu_devices(pci)}
     if gpus and any((attrs.get("vendor") or "").strip().lower() == readings.MELLANOX_VENDOR for attrs in pci.values()):
         for chain in chains.values():
             for bridge in chain[:-1]:
                 if bridge not in acs:
-                    acs[bridge] = readings.acs_control(_bytes(os.path.join(devices, bridge, "config")))
+                    acs[bridge] = readings.acs_control(files.data(os.path.join(devices, bridge, "config")))
     signer = None
     if "nvidia" in modules:
-        signer = _command(module, root, "modinfo", ["-F", "signer", "nvidia"])
-    headers = any(os.path.exists(_under(root, path % release)) for path in (
-        "lib/modules/%s/build", "usr/src/linux-headers-%s", "usr/src/kernels/%s")) if release else False
+        signer = command("modinfo", ["-F", "signer", "nvidia"])
+    headers = any(files.exists(path % release) for path in (
+        "/lib/modules/%s/build", "/usr/src/linux-headers-%s", "/usr/src/kernels/%s")) if release else False
     policy = None
     if release and not headers:
-        policy = _command(module, root, "apt-cache", ["policy", "linux-headers-%s" % release])
+        policy = command("apt-cache", ["policy", "linux-headers-%s" % release])
     crio = {}
     for pattern in CRIO_FILES:
-        for path in sorted(glob.glob(_under(root, pattern))):
-            if os.path.isfile(path):
-                crio["/" + os.path.relpath(path, root)] = _text(path) or ""
+        for path in files.glob("/" + pattern):
+            if files.isfile(path):
+                crio[path] = files.text(path) or ""
+    if operator_root is None:
+        operator_root = files.isdir("/" + OPERATOR_DRIVER_ROOT)
     return {
         "node_name": node_name, "nvidia_smi": nvidia_smi,
         "pci": pci, "proc_modules": proc_modules, "proc_driver_version": proc_version, "packages": packages,
-        "os_release": _text(_under(root, "etc/os-release")), "cpuinfo": _text(_under(root, "proc/cpuinfo")),
-        "operator_driver_root": os.path.isdir(_under(root, OPERATOR_DRIVER_ROOT)),
-        "nvidia_taint": _text(_under(root, "sys/module/nvidia/taint")), "nvidia_signer": signer,
+        "os_release": files.text("/etc/os-release"), "cpuinfo": files.text("/proc/cpuinfo"),
+        "operator_driver_root": operator_root,
+        "nvidia_taint": files.text("/sys/module/nvidia/taint"), "nvidia_signer": signer,
         "secure_boot": secure_boot,
         "kernel_release": release,
-        "kernel_modules_dir": bool(release) and os.path.isdir(_under(root, "lib/modules/%s" % release)),
+        "kernel_modules_dir": bool(release) and files.isdir("/lib/modules/%s" % release),
         "kernel_headers": headers, "apt_headers_policy": policy,
         "containerd_config": config_text,
-        "containerd_dropins": _containerd_dropins(root, config_text, readings.toml_imports(config_text)),
-        "containerd_version": _command(module, root, "containerd", ["--version"]),
+        "containerd_dropins": _containerd_dropins(files, config_text, readings.toml_imports(config_text)),
+        "containerd_version": command("containerd", ["--version"]),
         "crio_files": crio,
         "route": route, "ipv6_route": ipv6_route,
-        "net_drivers": {interface: _net_drivers(root, interface)
+        "net_drivers": {interface: _net_drivers(files, interface)
                         for interface in readings.default_routes(route, ipv6_route)},
-        "cmdline": _text(_under(root, "proc/cmdline")),
-        "iommu_groups": len(glob.glob(_under(root, "sys/kernel/iommu_groups/*"))),
+        "cmdline": files.text("/proc/cmdline"),
+        "iommu_groups": len(files.glob("/sys/kernel/iommu_groups/*")),
         "iommu_types": iommu_types, "pci_chains": chains, "acs": acs,
     }
