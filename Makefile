@@ -147,8 +147,9 @@ system-deps:
 	  $$sudo rm -f /usr/sbin/policy-rc.d; \
 	fi
 
+# Under a lock that tests/remote/ssh_host.py takes too: make test's two lanes may both need the image first.
 host-image: system-deps
-	scripts/build_host_image.sh
+	mkdir -p $(BUILD) && flock $(BUILD)/host-image.lock scripts/build_host_image.sh
 
 molecule-hosts: setup host-image
 	mkdir -p $(addprefix $(BUILD)/apt-cache/,$(HOST_PLATFORMS))

@@ -45,7 +45,10 @@ options:
     description: The Kubernetes node name of this host. Defaults to the host name, lower-cased.
     type: str
   root:
-    description: The file system root to read from (for chroots and tests).
+    description:
+      - The file system root to read from (for chroots and tests). C(playbooks/driver_mode.yml) passes the host
+        variable C(gpu_platform_host_root).
+      - A root that is not a folder fails, naming it.
     type: path
     default: /
   packages:
@@ -193,6 +196,10 @@ def _packages(module):
 def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     root = module.params["root"]
+    if not os.path.isdir(root):
+        module.fail_json(msg="root: %r is not a folder on %s. Fix: set root (gpu_platform_host_root, a host variable, in "
+                             "playbooks/driver_mode.yml) to the folder where this host's / is mounted, or leave it at /"
+                         % (root, platform.node()))
     manager, packages = _packages(module)
     record = _read(os.path.join(root, FACTS_FILE))
     try:

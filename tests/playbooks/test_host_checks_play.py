@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.modules.test_gpu_host_checks import clean_tree, drop_in_higher, nvidia_drm
+from tests.unit.host_trees import clean_tree, drop_in_higher, nvidia_drm
 from tests.playbooks.localhost import ROOT, run_on_localhost
 
 pytestmark = pytest.mark.slow

@@ -15,6 +15,7 @@ with its output: a proof that could not run is not a pass.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -29,6 +30,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CONTAINERS_CONF = ROOT / "molecule" / "hosts" / "containers.conf"
 BASE_IMAGE_SCRIPT = ROOT / "scripts" / "build_host_image.sh"
+BASE_IMAGE_LOCK = ROOT / "build" / "host-image.lock"
 IMAGE_REPO = "localhost/gpu-platform-ssh-host"
 APT_CACHE = ROOT / "build" / "apt-cache" / "ssh-host"
 PYTHON = "/opt/kube/bin/python"
@@ -81,9 +83,19 @@ def podman(*args, timeout=120, check=True):
 
 
 def base_image():
-    """molecule/hosts' image, built by its script when this machine has none yet (make molecule-hosts needs it too)."""
+    """molecule/hosts' image, built by its script when this machine has none yet (make molecule-hosts needs it too).
+    Built under the lock ``make host-image`` takes: make test's lanes may each start with no image."""
     name = subprocess.run([str(BASE_IMAGE_SCRIPT), "--image-name"], capture_output=True, text=True,
                           check=True).stdout.strip()
+    if podman("image", "exists", name, check=False).returncode == 0:
+        return name
+    BASE_IMAGE_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(BASE_IMAGE_LOCK, "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_base_image(name)
+
+
+def _build_base_image(name):
     if podman("image", "exists", name, check=False).returncode != 0:
         if shutil.which("debootstrap") is None:
             pytest.skip("the host image %s is not built and debootstrap is not installed to build it "
