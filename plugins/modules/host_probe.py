@@ -133,6 +133,12 @@ ARGUMENT_SPEC = shared.combine(
 )
 
 
+def request(params):
+    """The checks of the options that need no cluster: call() runs them first, and the preflight
+    (plugins/action/preflight.py, playbooks/checks.yml) runs them too."""
+    return host_probe.request(params)
+
+
 def call(params, check_mode, runtime):  # pylint: disable=unused-argument  # the same signature for every module
     """The work, in the module process or the controller's (the action plugin of the same name)."""
     return host_probe.run(params, lambda: KubeClient(**shared.kube_auth_params(params)), check_mode)

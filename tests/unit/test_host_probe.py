@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.filter.gpu_hosts import host_checks
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.host_checks import probe
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ToolError
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import host_probe
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows.host_probe import checks_from_log, gpu_nodes
 from tests.modules import test_gpu_host_checks as trees
@@ -196,3 +196,14 @@ def test_check_mode_and_no_gpu_node_create_nothing():
     result = host_probe.run(dict(PARAMS, exclude_nodes=["gpu-1"]), lambda: kube)
     assert result["nodes"] == [] and "no GPU node left" in result["skipped_reason"]
     assert kube.objects == {} and kube.deleted == []
+
+
+@pytest.mark.parametrize("image, words", [
+    ("nvcr.io/nvidia/cuda", "image: 'nvcr.io/nvidia/cuda' has no tag or digest"),
+    ("", "image: is required"),
+])
+def test_the_probe_refuses_an_unpinned_image_before_anything_is_asked(image, words):
+    from ansible_collections.gpu_platform.cluster.plugins.modules import host_probe as module
+    with pytest.raises(ParamError) as err:
+        module.request({"image": image, "node_selectors": [{"nvidia.com/gpu.present": "true"}], "timeout": 30})
+    assert words in err.value.msg and "Fix:" in err.value.msg

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import host_reader
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube_wait import WaitTimeout, wait_for
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.host_checks import probe, readings
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows.smoke_test_pods import pod_state
@@ -56,6 +57,12 @@ def gpu_nodes(nodes, selectors, names, exclude=()):
     return sorted(n["metadata"]["name"] for n in nodes if _matches(n, selectors) and n["metadata"]["name"] not in exclude)
 
 
+def request(params):
+    """The checks of the options that need no cluster: run() runs them first, and the preflight (playbooks/checks.yml)
+    runs them too."""
+    return _check(params)
+
+
 def _check(params):
     selectors = params.get("node_selectors") or []
     if not isinstance(selectors, list) or not all(isinstance(s, dict) and s for s in selectors):
@@ -65,6 +72,7 @@ def _check(params):
     if not image:
         raise ParamError("image", "is required", "give a pinned image with a POSIX shell, such as the smoke tests' "
                          "CUDA base image")
+    validate.pinned_image("image", image)
     timeout = params.get("timeout")
     if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
         raise ParamError("timeout", "%r is not a number of seconds" % (timeout,), "give whole seconds, such as 300")
