@@ -167,7 +167,10 @@ def test_a_layout_the_mig_config_map_lacks_fails_naming_the_node(aks_cluster, tm
         "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - gpu_platform.cluster.mig_profile:\n"
         "        kubeconfig: %s\n        nodes: [%s]\n        profile: all-1g.10gb\n        wait_timeout: 60\n"
         % (aks_cluster.kubeconfig, node))
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", str(play)]
+    # an inventory that names localhost gives it Ansible's default connection (ssh): local, as the collection's
+    # inventories set it, so the module runs in the controller process
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
+               "-e", "ansible_python_interpreter=" + sys.executable, str(play)]
     result = PlayResult(subprocess.run(command, env=aks.env, capture_output=True, text=True, cwd=str(ROOT),
                                        check=False, timeout=300))
     assert result.rc != 0, result.stdout[-3000:]
