@@ -168,7 +168,7 @@ def test_the_default_pair_with_rdma_renders_and_prints_its_notes(render_site):
     result = runner.run(gpu_platform_network_mode="rdma_shared",
                         network_operator_selectors={"vendors": ["15b3"], "interfaces": ["ibs1f0"]})
     assert result.failed == 0, result.failure_messages()
-    printed = result.result("What the data could not check, and what was acknowledged (not a failure; read it)")["msg"]
+    printed = result.result("Who validated the versions in use, what the data could not check, and what was acknowledged (read it)")["msg"]
     # Known-good, so nothing is unverified; the 26.3 line's peermem known issue is a note, and the render-mode
     # platform facts that were not given are named.
     assert not any("unverified" in line for line in printed), printed

@@ -54,11 +54,12 @@ rm -rf /var/lib/apt/lists/*
 
 
 def pins():
-    """The ``name==version`` lines of requirements.txt for ``PINNED``."""
+    """The ``name==version`` lines of the test lock (requirements-dev.txt) for ``PINNED``: requirements.txt gives the
+    collection's ranges, the lock the versions the tests run with."""
     wanted = {name.lower() for name in PINNED}
-    lines = [line.strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
+    lines = [line.strip() for line in (ROOT / "requirements-dev.txt").read_text().splitlines()]
     found = [line for line in lines if "==" in line and line.split("==")[0].strip().lower() in wanted]
-    assert len(found) == len(PINNED), "requirements.txt pins %s; found %s" % (", ".join(PINNED), found)
+    assert len(found) == len(PINNED), "requirements-dev.txt pins %s; found %s" % (", ".join(PINNED), found)
     return found
 
 

@@ -23,7 +23,9 @@ def test_without_root_it_says_so(monkeypatch):
     assert ssh_host.missing() == "the SSH host container needs root (rootful podman, as make test runs in CI)"
 
 
-def test_the_image_holds_the_collections_pinned_libraries():
-    lines = (ssh_host.ROOT / "requirements.txt").read_text().splitlines()
-    assert sorted(ssh_host.pins()) == sorted(line for line in lines if line.split("==")[0] in ssh_host.PINNED)
+def test_the_image_holds_the_collections_libraries_at_the_test_locks_versions():
+    lock = (ssh_host.ROOT / "requirements-dev.txt").read_text().splitlines()
+    assert sorted(ssh_host.pins()) == sorted(line for line in lock if line.split("==")[0] in ssh_host.PINNED)
     assert all("==" in pin for pin in ssh_host.pins())
+    ranges = {line.split(">=")[0] for line in (ssh_host.ROOT / "requirements.txt").read_text().splitlines() if ">=" in line}
+    assert set(ssh_host.PINNED) <= ranges, "the image's libraries are the collection's own requirements"
