@@ -27,7 +27,7 @@ def shared_dir():
 # while their tests run, and the other tests run beside each other on two workers (pytest-xdist). Under xdist they
 # also share one group, so that one worker starts each cluster and no two tests share one at the same time.
 CLUSTER_FIXTURES = {"local_cluster", "local_cluster_gitops", "aks_cluster", "aks_fault_cluster", "aks_driver_cluster",
-                    "aks_nc_cluster", "baremetal_cluster"}
+                    "aks_nc_cluster", "baremetal_cluster", "drift_cluster"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
