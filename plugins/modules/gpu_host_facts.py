@@ -141,7 +141,6 @@ ansible_facts:
         default_routes: [{interface: eno1, drivers: {eno1: ixgbe}, mlx5: false}]
 """
 
-import glob
 import json
 import os
 import platform
@@ -159,20 +158,11 @@ ARGUMENT_SPEC = {"node_name": {"type": "str"}, "root": {"type": "path", "default
 INITRAMFS_TOOLS = ("update-initramfs", "dracut")
 
 
-def _read(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return ""
-
-
-def _pci(root):
-    out = {}
-    for device in glob.glob(os.path.join(root, "sys/bus/pci/devices/*")):
-        out[os.path.basename(device)] = {attr: _read(os.path.join(device, attr))
-                                         for attr in ("vendor", "class", "device")}
-    return out
+def _pci(files):
+    """Each PCI device under the root: its vendor, class and device ids (empty where unreadable)."""
+    return {os.path.basename(device): {attr: files.text("%s/%s" % (device, attr)) or ""
+                                       for attr in ("vendor", "class", "device")}
+            for device in files.glob("/sys/bus/pci/devices/*")}
 
 
 # The package managers' queries, tried in order: (tool, arguments, parser, name in the result).
@@ -200,8 +190,9 @@ def main():
         module.fail_json(msg="root: %r is not a folder on %s. Fix: set root (gpu_platform_host_root, a host variable, in "
                              "playbooks/driver_mode.yml) to the folder where this host's / is mounted, or leave it at /"
                          % (root, platform.node()))
+    files = host_reader.LocalFiles(root)
     manager, packages = _packages(module)
-    record = _read(os.path.join(root, FACTS_FILE))
+    record = files.text(FACTS_FILE) or ""
     try:
         record = json.loads(record) if record.strip() else {}
     except ValueError:
@@ -209,14 +200,14 @@ def main():
         record = {}
     smi = module.get_bin_path("nvidia-smi") or ""
     node_name = module.params["node_name"] or platform.node().split(".")[0].lower()
-    pci = _pci(root)
-    proc_version, proc_modules = _read(os.path.join(root, "proc/driver/nvidia/version")), _read(
-        os.path.join(root, "proc/modules"))
+    pci = _pci(files)
+    proc_version = files.text("proc/driver/nvidia/version") or ""
+    proc_modules = files.text("proc/modules") or ""
     facts = gpu_host_facts.summarize(node_name, pci, proc_version, proc_modules, packages, smi, module.params["packages"])
     facts["package_manager"] = manager
     facts["host_driver"] = record
-    facts["os"] = gpu_host_facts.os_info(_read(os.path.join(root, "etc/os-release")), platform.machine(),
-                                         platform.release(), _read(os.path.join(root, "etc/debian_version")))
+    facts["os"] = gpu_host_facts.os_info(files.text("etc/os-release") or "", platform.machine(),
+                                         platform.release(), files.text("etc/debian_version") or "")
     facts["initramfs_tool"] = next((path for path in (module.get_bin_path(tool, opt_dirs=["/usr/sbin", "/sbin"])
                                                       for tool in INITRAMFS_TOOLS) if path), "")
     found = {"gpu_host": facts}
