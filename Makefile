@@ -30,11 +30,17 @@ PYTEST := env -u KUBECONFIG -u K8S_AUTH_KUBECONFIG pytest
 # shared-check, which names the target and stops in one line when it is missing.
 setup: venv tools collection
 
-venv: $(VENV)/.stamp
+venv: $(VENV)/.stamp $(VENV)/.local-gpu-cluster.stamp
 $(VENV)/.stamp: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+# The local GPU cluster (local-gpu-cluster/, a Python package of its own: its README) installed in development mode:
+# `python -m local_gpu_cluster` is what the cluster targets below call. Its dependencies are in the test lock.
+$(VENV)/.local-gpu-cluster.stamp: $(VENV)/.stamp local-gpu-cluster/pyproject.toml
+	$(VENV)/bin/pip install --quiet --no-deps --no-build-isolation -e local-gpu-cluster
 	touch $@
 
 tools: $(TOOLS)/bin/.stamp
@@ -122,7 +128,7 @@ pytest-fast: setup shared-check system-deps
 
 pytest-cluster: setup shared-check system-deps
 	rm -f $(BUILD)/awx/report.json
-	$(PYTEST) -m local_control_plane --durations=15 $(PYTEST_ARGS)
+	$(PYTEST) -m local_control_plane --durations=15 -p local_gpu_cluster.lane_times $(PYTEST_ARGS)
 	@if [ -f $(BUILD)/awx/report.json ]; then $(AWX_REPORT); fi
 
 # Debian packages the tests need, as command:package. podman, runc and debootstrap run molecule/hosts
@@ -197,23 +203,23 @@ test:
 	[ $$beside = 0 ] && [ $$lane_rc = 0 ]
 
 # The local control plane (docs/testing.md): etcd, kube-apiserver, kube-controller-manager, kube-scheduler
-# and KWOK built from the Go modules pinned in tools/cluster and tools/kwok, cached under
+# and KWOK built from the Go modules pinned in local_gpu_cluster/go/{cluster,kwok}, cached under
 # $${XDG_CACHE_HOME:-~/.cache}/gpu-platform keyed by the pins; fake GPU nodes; the test charts on a loopback
-# Helm repository; the operators' part played by tests/fakes/live.py. build/cluster/kubeconfig reaches it.
-LOCAL_CLUSTER := $(VENV)/bin/python -m scripts.local_cluster
+# Helm repository; the operators' part played by local_gpu_cluster/live.py. build/cluster/kubeconfig reaches it.
+LOCAL_CLUSTER := $(VENV)/bin/python -m local_gpu_cluster
 .PHONY: cluster-build cluster-up cluster-down cluster-status molecule-cluster flux-build cluster-up-gitops
 cluster-build: venv
 	cd $(ROOT) && $(LOCAL_CLUSTER) build
 
-# The Flux controllers (source-, kustomize- and helm-controller, pinned in tools/flux) in a cache entry of their
+# The Flux controllers (source-, kustomize- and helm-controller, pinned in local_gpu_cluster/go/flux) in a cache entry of their
 # own, keyed by their go.mod/go.sum only: `up --gitops` (and tests/cluster/test_flux.py) run them.
 flux-build: venv
 	cd $(ROOT) && $(LOCAL_CLUSTER) build --gitops
 
 # The operators (GPU Operator, Network Operator, Kueue, Volcano, KAI Scheduler, the DRA driver's controller) built
 # from their pinned upstream sources (../shared/upstream/src; Kueue from the Go module proxy), each with its real chart
-# packaged, one cache entry per operator keyed by its source's sha256 (scripts/local_cluster/operators.py).
-# OPERATORS names those to build (default: the ones the local cluster runs, scripts/local_cluster DEFAULT_OPERATORS);
+# packaged, one cache entry per operator keyed by its source's sha256 (local_gpu_cluster/operators.py).
+# OPERATORS names those to build (default: the ones the local cluster runs, local_gpu_cluster's DEFAULT_OPERATORS);
 # OPERATORS=all builds every one.
 OPERATORS ?= gpu-operator network-operator kueue volcano kai-scheduler dra-driver
 .PHONY: operators-build
@@ -262,7 +268,7 @@ cluster-status: venv
 	cd $(ROOT) && $(LOCAL_CLUSTER) status
 
 # A node agent's fault on the running cluster: make cluster-fault FAULT=<agent>:<state>[:<node>]
-# (states: never-ready, stuck, failed, slow, ok; agents: tests/fakes/node_agents.py)
+# (states: never-ready, stuck, failed, slow, ok; agents: local_gpu_cluster/node_agents.py)
 .PHONY: cluster-fault
 cluster-fault: venv
 	@test -n "$(FAULT)" || { echo "make cluster-fault: set FAULT=<agent>:<state>[:<node>]"; exit 2; }

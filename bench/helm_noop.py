@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.fakes.apiserver import FakeApiServer  # noqa: E402  pylint: disable=wrong-import-position
-from tests.fakes.chart_repo import ChartRepoServer  # noqa: E402  pylint: disable=wrong-import-position
-from tests.fakes.charts import DEMO_CHART_DIR, ChartCache, helm_env  # noqa: E402  pylint: disable=wrong-import-position
+from local_gpu_cluster.apiserver import FakeApiServer  # noqa: E402  pylint: disable=wrong-import-position
+from local_gpu_cluster.chart_repo import ChartRepoServer  # noqa: E402  pylint: disable=wrong-import-position
+from local_gpu_cluster.charts import DEMO_CHART_DIR, ChartCache, helm_env  # noqa: E402  pylint: disable=wrong-import-position
 
 MODULES = ("gpu_platform.cluster.helm_pinned_release", "kubernetes.core.helm")
 VALUES = {"config": {"mode": "bench"}, "replicaCount": 1}

@@ -26,10 +26,10 @@ sys.path.insert(0, str(ROOT / "build" / "collections"))
 # pylint: disable=wrong-import-position
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient  # noqa: E402
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import mig_profile  # noqa: E402
-from tests.fakes.apiserver import FakeApiServer  # noqa: E402
-from tests.fakes.clock import FakeClock  # noqa: E402
-from tests.fakes.controllers import Controller, MigManager  # noqa: E402
-from tests.fakes.gpu_operator import gpu_node  # noqa: E402
+from local_gpu_cluster.apiserver import FakeApiServer  # noqa: E402
+from local_gpu_cluster.clock import FakeClock  # noqa: E402
+from local_gpu_cluster.controllers import Controller, MigManager  # noqa: E402
+from local_gpu_cluster.gpu_operator import gpu_node  # noqa: E402
 
 STATE, CONFIG = "nvidia.com/mig.config.state", "nvidia.com/mig.config"
 PROFILE = "all-1g.10gb"

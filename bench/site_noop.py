@@ -36,16 +36,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 # pylint: disable=wrong-import-position
-from tests.fakes.apiserver import FakeApiServer  # noqa: E402
-from tests.fakes.chart_repo import ChartRepoServer  # noqa: E402
-from tests.fakes.charts import FIXTURE_CHARTS_DIR, TOOLS_BIN, ChartCache, helm_env, pinned_charts  # noqa: E402
-from tests.fakes.clock import FakeClock  # noqa: E402
-from tests.fakes.controllers import MigManager, default_controllers  # noqa: E402
-from tests.fakes.crds import DEFAULT_CRD_DIR  # noqa: E402
-from tests.fakes.gpu_operator import NVIDIA_SMI, SimulatedDevicePlugin, SimulatedGpuOperator, gpu_node  # noqa: E402
-from tests.fakes.nccl_logs import NCCL_IB_LOG  # noqa: E402
-from tests.fakes.network_operator import SimulatedNetworkOperator  # noqa: E402
-from tests.fakes.smoke import Outcome, SimulatedVolcanoJobs, SmokePods, gang_marker  # noqa: E402
+from local_gpu_cluster.apiserver import FakeApiServer  # noqa: E402
+from local_gpu_cluster.chart_repo import ChartRepoServer  # noqa: E402
+from local_gpu_cluster.charts import FIXTURE_CHARTS_DIR, TOOLS_BIN, ChartCache, helm_env, pinned_charts  # noqa: E402
+from local_gpu_cluster.clock import FakeClock  # noqa: E402
+from local_gpu_cluster.controllers import MigManager, default_controllers  # noqa: E402
+from local_gpu_cluster.crds import DEFAULT_CRD_DIR  # noqa: E402
+from local_gpu_cluster.gpu_operator import NVIDIA_SMI, SimulatedDevicePlugin, SimulatedGpuOperator, gpu_node  # noqa: E402
+from local_gpu_cluster.nccl_logs import NCCL_IB_LOG  # noqa: E402
+from local_gpu_cluster.network_operator import SimulatedNetworkOperator  # noqa: E402
+from local_gpu_cluster.smoke import Outcome, SimulatedVolcanoJobs, SmokePods, gang_marker  # noqa: E402
 # pylint: enable=wrong-import-position
 
 CHARTS = pinned_charts()

@@ -18,7 +18,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
-EXCLUDED = ("tools/", "build/", ".venv/", "tests/fixtures/charts/")
+EXCLUDED = ("tools/", "build/", ".venv/", "local-gpu-cluster/local_gpu_cluster/fixture_charts/")
 ANSIBLE_PATHS = ("roles/", "playbooks/", "site.yml")
 # ansible-test sanity's pep8 settings (ansible_test/_util/controller/sanity/pep8/current-ignore.txt)
 PEP8_IGNORE = ("E203", "E402", "E701", "E704", "E741", "W503", "W504")

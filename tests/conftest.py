@@ -10,7 +10,15 @@ COLLECTIONS = os.path.join(ROOT, "build", "collections")
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 
-pytest_plugins = ["tests.fakes.fixtures", "tests.fakes.repo_fixtures", "tests.local_cluster"]
+pytest_plugins = ["local_gpu_cluster.fixtures", "local_gpu_cluster.repo_fixtures", "local_gpu_cluster.testing"]
+
+def pytest_configure(config):  # pylint: disable=unused-argument
+    """The collection's own clusters (tests/cluster/test_bare_fleet.py, test_host_probe.py), each a module-scoped
+    cluster of a fleet profile: their tests run in the control-plane session too (local_gpu_cluster.testing)."""
+    from local_gpu_cluster.testing import CLUSTER_FIXTURES  # noqa: PLC0415 - after pytest_plugins imported it
+
+    CLUSTER_FIXTURES.update({"aks_cluster", "aks_fault_cluster", "aks_driver_cluster", "aks_nc_cluster",
+                             "baremetal_cluster", "drift_cluster"})
 
 
 @pytest.fixture(scope="session")
@@ -19,21 +27,3 @@ def shared_dir():
     if not os.path.isdir(os.path.join(SHARED, "upstream")):
         pytest.fail("../shared/upstream is missing beside the repository root (%s)" % SHARED)
     return SHARED
-
-
-# The local control planes (tests/local_cluster.py) live in fixed folders under build/ and run for as long as the
-# pytest session that started them. Every test that uses one is marked local_control_plane: make test runs those in
-# a session of their own, so the control plane and its simulated operators (about a core between them) are up only
-# while their tests run, and the other tests run beside each other on two workers (pytest-xdist). Under xdist they
-# also share one group, so that one worker starts each cluster and no two tests share one at the same time.
-CLUSTER_FIXTURES = {"local_cluster", "local_cluster_gitops", "aks_cluster", "aks_fault_cluster", "aks_driver_cluster",
-                    "aks_nc_cluster", "baremetal_cluster", "drift_cluster"}
-
-
-@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
-def pytest_collection_modifyitems(items):
-    for item in items:
-        # real_cluster: the [real] variants, whose fixture asks for the local control plane only at run time
-        if CLUSTER_FIXTURES.intersection(getattr(item, "fixturenames", ())) or item.get_closest_marker("real_cluster"):
-            item.add_marker(pytest.mark.local_control_plane)
-            item.add_marker(pytest.mark.xdist_group("local-control-plane"))

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import yaml
 
-from scripts.local_cluster.processes import tail
+from local_gpu_cluster.processes import tail
 from tests.gitops_checks import ready_condition
-from tests.local_cluster import kubectl
+from local_gpu_cluster.testing import kubectl
 
 CONVERGE_TIMEOUT = 300
 CONTROLLER = {"GitRepository": "source-controller", "HelmRepository": "source-controller",

@@ -55,7 +55,7 @@ import yaml
 from tests.flux import RESOURCE, Worktree, kubectl, wait_for
 from tests.gitops_checks import (expected_flux_objects, image_problems, is_ready, missing_crd_kind, nic_repositories,
                                  order_problem, ready_condition, ready_summary, ready_times, unit_objects, waiting_for)
-from tests.local_cluster import ROOT, LocalCluster, cluster_command
+from local_gpu_cluster.testing import ROOT, LocalCluster, cluster_command
 from tests.schema.bundle_order import order_problems
 
 CLUSTER_DIR = ROOT / "build" / "gitops-cluster"

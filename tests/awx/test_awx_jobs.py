@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.awx.runner import Job, KubernetesBearerToken, cluster_inventory, credential_type, job_templates, scan
-from tests.local_cluster import ROOT, CommandLines, api_server_and_ca, kubectl, service_account_token
+from local_gpu_cluster.testing import ROOT, CommandLines, api_server_and_ca, kubectl, service_account_token
 
 pytestmark = pytest.mark.slow
 NAMESPACE = "awx-jobs"

@@ -9,8 +9,8 @@ import subprocess
 import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import gitops_bundle as bundle
-from tests.fakes.charts import HELM3, helm_env
-from tests.local_cluster import ROOT
+from local_gpu_cluster.charts import HELM3, helm_env
+from local_gpu_cluster.testing import ROOT
 
 KUBECTL = ROOT / "tools" / "bin" / "kubectl"
 

@@ -27,8 +27,8 @@ import pytest
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import gitops_bundle as bundle
 from tests.cluster.argocd_cluster import Bundle, Cluster, describe, group_of
 from tests.conftest import SHARED
-from tests.fakes.charts import helm_env
-from tests.local_cluster import ROOT, delete_crds
+from local_gpu_cluster.charts import helm_env
+from local_gpu_cluster.testing import ROOT, delete_crds
 from tests.playbooks.conftest import site_env
 from tests.schema.bundle_order import chart_groups
 

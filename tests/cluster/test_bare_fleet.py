@@ -25,9 +25,9 @@ import pytest
 from kubernetes import config, dynamic
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
-from scripts.local_cluster.fleet import declared_hardware
-from tests.fakes.charts import helm_env
-from tests.local_cluster import ROOT, _session_cluster, cluster_command
+from local_gpu_cluster.fleet import declared_hardware
+from local_gpu_cluster.charts import helm_env
+from local_gpu_cluster.testing import ROOT, _session_cluster, cluster_command
 from tests.playbooks.conftest import PlayResult, site_env
 
 pytestmark = pytest.mark.slow

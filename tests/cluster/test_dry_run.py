@@ -2,7 +2,7 @@
 
 The GitOps bundle site.yml renders (render mode, the offline default inventory's choices) and its smoke
 Jobs go to the local control plane as a reconciler would send them: the CRDs of every kind they use
-installed first (the upstream CRDs in ../shared/upstream and tests/fixtures/crds, as the charts carry them),
+installed first (the upstream CRDs in ../shared/upstream and local_gpu_cluster/fixture_crds, as the charts carry them),
 the bundle's Namespaces applied for real (so PodSecurity admission judges the pods in them under the
 namespace's own level), then every other object dry-run on the server: structural schemas, defaulting,
 field validation (Strict) and admission, none of which our fake API server can decide. A kind whose CRD we
@@ -19,10 +19,11 @@ import pytest
 import yaml
 
 from tests.conftest import SHARED
-from tests.local_cluster import ROOT, delete_crds, wait_established
+from local_gpu_cluster.paths import FIXTURE_CRDS_DIR
+from local_gpu_cluster.testing import ROOT, delete_crds, wait_established
 
 KUBECTL = ROOT / "tools" / "bin" / "kubectl"
-FIXTURE_CRDS = ROOT / "tests" / "fixtures" / "crds"
+FIXTURE_CRDS = FIXTURE_CRDS_DIR
 DEMO_INVENTORY = ROOT / "inventories" / "local"
 pytestmark = pytest.mark.slow
 UNPROVEN = []  # filled by the dry-run test, reported by the next one

@@ -1,7 +1,7 @@
 """The fake API server against the real one: the same kubectl session on both, answers compared.
 
 Each step is a real ``kubectl`` 1.35 command; its exit status and its output (uids, resourceVersions and
-timestamps taken out) must be the same on the fake (tests/fakes) and on the local control plane. Where they
+timestamps taken out) must be the same on the fake (local_gpu_cluster) and on the local control plane. Where they
 differ, the fake is wrong: either it is fixed, or the difference is listed in ``KNOWN`` with why the fake
 does not model it (a test that needs that judgement runs on the real server). A listed difference that
 goes away fails too, so the list stays true.
@@ -18,7 +18,7 @@ import pytest
 from kubernetes import config, dynamic
 
 from tests.integration.conftest import install_crds
-from tests.local_cluster import ROOT
+from local_gpu_cluster.testing import ROOT
 
 pytestmark = pytest.mark.slow
 KUBECTL = ROOT / "tools" / "bin" / "kubectl"

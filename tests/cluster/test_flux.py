@@ -17,10 +17,10 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from scripts.local_cluster.processes import alive
+from local_gpu_cluster.processes import alive
 from tests.flux import RESOURCE, Worktree, get, kubectl, wait_for
 from tests.gitops_checks import is_ready
-from tests.local_cluster import LocalCluster, cluster_command
+from local_gpu_cluster.testing import LocalCluster, cluster_command
 
 NAMESPACE = "gitops-demo"
 pytestmark = pytest.mark.slow

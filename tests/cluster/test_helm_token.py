@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from tests.fakes.charts import DEMO_CHART_DIR
-from tests.local_cluster import ROOT, CommandLines, api_server_and_ca, kubectl
-from tests.local_cluster import service_account_token as shared_token
+from local_gpu_cluster.charts import DEMO_CHART_DIR
+from local_gpu_cluster.testing import ROOT, CommandLines, api_server_and_ca, kubectl
+from local_gpu_cluster.testing import service_account_token as shared_token
 
 pytestmark = pytest.mark.slow
 NAMESPACE = "helm-token-test"

@@ -1,6 +1,6 @@
 """The host preflight without SSH on the local control plane (issue 34): in direct mode with no host in gpu_hosts and
 ``gpu_platform_host_probe: true``, site.yml reads each GPU node through a read-only probe Job whose pod the probe
-agent plays from the node's declared host (tests/fakes/node_agent_probe.py), on the ``host-drift`` fleet. A node declaring a containerd drop-in
+agent plays from the node's declared host (local_gpu_cluster/node_agent_probe.py), on the ``host-drift`` fleet. A node declaring a containerd drop-in
 at a higher version than its root config stops the run before any write with the same line the SSH path gives for
 the same files (the node, the check's id and the fix), and the probe's namespace is gone afterwards."""
 from __future__ import annotations
@@ -18,10 +18,10 @@ from ansible_collections.gpu_platform.cluster.plugins.filter.gpu_hosts import ho
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.host_checks import probe
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import host_probe
-from scripts.local_cluster.fleet import TOOLKIT_DROP_IN, declared_hardware
-from tests.fakes.charts import helm_env
-from tests.fakes.node_agent_probe import PROBE
-from tests.local_cluster import ROOT, _session_cluster, kubectl
+from local_gpu_cluster.fleet import TOOLKIT_DROP_IN, declared_hardware
+from local_gpu_cluster.charts import helm_env
+from local_gpu_cluster.node_agent_probe import PROBE
+from local_gpu_cluster.testing import ROOT, _session_cluster, kubectl
 from tests.modules import test_gpu_host_checks as trees
 from tests.playbooks.conftest import PlayResult, site_env
 

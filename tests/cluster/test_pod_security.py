@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import dra_driver as dra
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import objects as smoke_objects
-from tests.local_cluster import kubectl
+from local_gpu_cluster.testing import kubectl
 
 pytestmark = pytest.mark.slow
 NAMESPACE = "pss-restricted"

@@ -3,7 +3,7 @@
 Real helm installs the test charts (their CRDs are the upstream ones) from the loopback repository; the real
 API server validates every object and admits every pod under its namespace's PodSecurity level; the real
 controller-manager makes the ReplicaSets, DaemonSet pods and Job pods, the real scheduler binds them, KWOK
-runs them; tests/fakes/live.py plays the operators' own controllers. The first run converges at the pins, the
+runs them; local_gpu_cluster/live.py plays the operators' own controllers. The first run converges at the pins, the
 second changes nothing, ``--check`` changes nothing; upgrade.yml takes the platform to the Network Operator's next
 patch (acknowledged as unverified for GPUDirect RDMA) and a new driver in the documented order (docs/upgrade.md), the real DaemonSet
 controller making each node's new driver pod; uninstall.yml leaves no object of ours.
@@ -20,9 +20,9 @@ import pytest
 from kubernetes import config, dynamic
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
-from tests.fakes.charts import helm_env
+from local_gpu_cluster.charts import helm_env
 from tests.corpus.test_site_inputs import FIVE
-from tests.local_cluster import ROOT
+from local_gpu_cluster.testing import ROOT
 from tests.playbooks.conftest import PlayResult, site_env
 
 pytestmark = pytest.mark.slow

@@ -15,9 +15,9 @@ import re
 
 import pytest
 
-from tests.fakes.controllers import MigManager, default_controllers
-from tests.fakes.gpu_operator import NVIDIA_SMI
-from tests.fakes.smoke import Outcome, SmokePods
+from local_gpu_cluster.controllers import MigManager, default_controllers
+from local_gpu_cluster.gpu_operator import NVIDIA_SMI
+from local_gpu_cluster.smoke import Outcome, SmokePods
 from tests.modules.harness import run_module
 
 LONG = "a" * 300
@@ -287,7 +287,7 @@ def test_a_hostile_input_is_refused_naming_it_and_changes_nothing(api, tmp_path,
     assert "Traceback" not in message
     assert api.writes() == [], "a write reached the cluster"
     assert not (tmp_path / "bundle").exists() or not any(p.is_file() for p in (tmp_path / "bundle").rglob("*"))
-    # tmp/ and home/ hold the Kubernetes client's discovery cache (tests/fakes/fixtures.isolate_client_caches).
+    # tmp/ and home/ hold the Kubernetes client's discovery cache (local_gpu_cluster/fixtures.isolate_client_caches).
     assert [p for p in tmp_path.rglob("*") if p.is_file() and "bundle" not in str(p)
             and not p.name.startswith("kubeconfig")
             and p.relative_to(tmp_path).parts[0] not in ("tmp", "home")] == [], "a file written outside render_to"

@@ -4,7 +4,7 @@
 a kubeconfig, a throwaway namespace ``gpi-<6 hex>`` created for the test, and helpers that read and write
 through the ``kubernetes`` Python client, so a test's assertions are the same code for both clusters.
 
-* ``fake``: ``fake_api_factory(require_namespaces=True)`` (tests/fakes), on the real clock, so module waits
+* ``fake``: ``fake_api_factory(require_namespaces=True)`` (local_gpu_cluster), on the real clock, so module waits
   take real time as they would on a cluster.
 * ``real``: by default the local control plane (``local_cluster``, the real kube-apiserver built from pinned
   modules that ``make test`` starts), where cluster-scoped writes are allowed: it is the session's own, and a
@@ -32,7 +32,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
 
-from tests.local_cluster import wait_established
+from local_gpu_cluster.testing import wait_established
 
 # A user's cluster, named on purpose; never KUBECONFIG, which a shell may carry from elsewhere (and which
 # fake_api_factory sets to the fake's kubeconfig for each test).

@@ -1,7 +1,7 @@
 """molecule/kind: site.yml in direct mode on a kind cluster with fake GPU nodes.
 
 The scenario needs a Docker engine and kind; without them it is skipped, saying why. Its playbooks still run
-here, on the fake API server (tests/fakes) with the scenario's own inventory: prepare.yml, converge.yml twice
+here, on the fake API server (local_gpu_cluster) with the scenario's own inventory: prepare.yml, converge.yml twice
 (the second run 0 changed), converge.yml with --check, and verify.yml.
 """
 from __future__ import annotations
@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.fakes.chart_repo import ChartRepoServer
-from tests.fakes.charts import FIXTURE_CHARTS_DIR, TOOLS_BIN, pinned_charts
-from tests.fakes.clock import FakeClock
-from tests.fakes.controllers import StatusSetter, default_controllers
-from tests.fakes.crds import DEFAULT_CRD_DIR
-from tests.fakes.gpu_operator import SimulatedGpuOperator
+from local_gpu_cluster.chart_repo import ChartRepoServer
+from local_gpu_cluster.charts import FIXTURE_CHARTS_DIR, TOOLS_BIN, pinned_charts
+from local_gpu_cluster.clock import FakeClock
+from local_gpu_cluster.controllers import StatusSetter, default_controllers
+from local_gpu_cluster.crds import DEFAULT_CRD_DIR
+from local_gpu_cluster.gpu_operator import SimulatedGpuOperator
+from local_gpu_cluster.paths import FIXTURE_CRDS_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "molecule" / "kind"
@@ -140,7 +141,7 @@ def test_the_playbooks_on_the_fake_api_server(tmp_path, fake_api_factory, chart_
     active = StatusSetter("kueue.x-k8s.io/v1beta2", "ClusterQueue",
                           lambda obj: {"conditions": [{"type": "Active", "status": "True", "reason": "Ready"}]})
     api = fake_api_factory(clock=FakeClock(), git_version="v1.34.3", require_namespaces=True,
-                           crd_dirs=[DEFAULT_CRD_DIR, FIXTURE_CHARTS_DIR.parent / "crds"],
+                           crd_dirs=[DEFAULT_CRD_DIR, FIXTURE_CRDS_DIR],
                            controllers=[SimulatedGpuOperator(), active] + default_controllers())
     api.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-platform-control-plane"}})
     ephemeral = tmp_path / "ephemeral"

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.fakes.clock import FakeClock
+from local_gpu_cluster.clock import FakeClock
 from tests.modules.harness import run_module
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fakes.gpu_operator import gpu_node
+from local_gpu_cluster.gpu_operator import gpu_node
 from tests.modules.harness import run_module
 
 

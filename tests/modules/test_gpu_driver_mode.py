@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tests.fakes.controllers import PHASE, default_controllers
-from tests.fakes.gpu_operator import gpu_node
+from local_gpu_cluster.controllers import PHASE, default_controllers
+from local_gpu_cluster.gpu_operator import gpu_node
 from tests.modules.harness import run_module
 
 SELECTOR = "app=nvidia-driver-daemonset"

@@ -8,10 +8,10 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import gpu_driver_upgrade as workflow
 from ansible_collections.gpu_platform.cluster.plugins.modules import gpu_driver_upgrade
-from tests.fakes.clock import FakeClock
-from tests.fakes.controllers import default_controllers
-from tests.fakes.driver_upgrade import STATE, SimulatedDriverUpgrade
-from tests.fakes.gpu_operator import SimulatedGpuOperator, driver_pod, gpu_node
+from local_gpu_cluster.clock import FakeClock
+from local_gpu_cluster.controllers import default_controllers
+from local_gpu_cluster.driver_upgrade import STATE, SimulatedDriverUpgrade
+from local_gpu_cluster.gpu_operator import SimulatedGpuOperator, driver_pod, gpu_node
 from tests.modules.harness import run_module
 
 NS = "gpu-operator"

@@ -219,7 +219,7 @@ def test_oci_chart(hm, oci_registry):
 
 
 def test_local_directory_and_archive(hm, fixture_charts):
-    from tests.fakes.charts import DEMO_CHART_DIR
+    from local_gpu_cluster.charts import DEMO_CHART_DIR
     failed, result = hm.run(chart_ref=str(DEMO_CHART_DIR), chart_repo_url=None)
     assert not failed, result
     assert result["release"]["version"] == "1.0.0"

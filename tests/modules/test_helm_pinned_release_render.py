@@ -116,7 +116,7 @@ def test_absent_removes_release_files(tmp_path):
 
 
 def test_local_chart_cannot_be_rendered(tmp_path):
-    from tests.fakes.charts import DEMO_CHART_DIR
+    from local_gpu_cluster.charts import DEMO_CHART_DIR
     out = tmp_path / "platform"
     local = params(out, chart_ref=str(DEMO_CHART_DIR), chart_repo_url=None, chart_version="1.0.0")
     failed, result = run_module("helm_pinned_release", local)

@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters import kube, kube_wait
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ToolError
-from tests.fakes.clock import FakeClock
+from local_gpu_cluster.clock import FakeClock
 
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default", "labels": {"a": "1"}},
       "data": {"k": "v"}}

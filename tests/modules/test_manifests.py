@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fakes.controllers import default_controllers
+from local_gpu_cluster.controllers import default_controllers
 from tests.modules.harness import run_module
 
 OBJECTS = [

@@ -6,9 +6,9 @@ import pytest
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import mig_profile as workflow
-from tests.fakes.clock import FakeClock
-from tests.fakes.controllers import Controller, MigManager, default_controllers
-from tests.fakes.gpu_operator import gpu_node
+from local_gpu_cluster.clock import FakeClock
+from local_gpu_cluster.controllers import Controller, MigManager, default_controllers
+from local_gpu_cluster.gpu_operator import gpu_node
 from tests.modules.harness import run_module
 
 CONFIG, STATE = "nvidia.com/mig.config", "nvidia.com/mig.config.state"

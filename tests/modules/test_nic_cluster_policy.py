@@ -9,9 +9,9 @@ import yaml
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import nic_cluster_policy as workflow
-from tests.fakes.clock import FakeClock
-from tests.fakes.controllers import default_controllers
-from tests.fakes.network_operator import SimulatedNetworkOperator
+from local_gpu_cluster.clock import FakeClock
+from local_gpu_cluster.controllers import default_controllers
+from local_gpu_cluster.network_operator import SimulatedNetworkOperator
 from tests.modules.harness import run_module
 from tests.schema import crdschema
 

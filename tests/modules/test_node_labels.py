@@ -7,7 +7,7 @@ import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import node_labels as node_labels_domain
 
-from tests.fakes.gpu_operator import gpu_node
+from local_gpu_cluster.gpu_operator import gpu_node
 from tests.modules.harness import run_module
 
 DRA = {"nvidia.com/dra-kubelet-plugin": "true", "nvidia.com/gpu.deploy.device-plugin": "false"}

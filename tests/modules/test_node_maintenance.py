@@ -7,8 +7,8 @@ import yaml
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import EvictionRefused, KubeClient
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError, ToolError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import node_maintenance as workflow
-from tests.fakes import node_pods
-from tests.fakes.clock import FakeClock
+from local_gpu_cluster import node_pods
+from local_gpu_cluster.clock import FakeClock
 from tests.modules.harness import run_module
 
 

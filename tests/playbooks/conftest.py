@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.fakes.charts import DEMO_CHART_DIR, FIXTURE_CHARTS_DIR, TOOLS_BIN, pinned_charts
-from tests.fakes.chart_repo import ChartRepoServer
-from tests.fakes.clock import FakeClock
-from tests.fakes.controllers import default_controllers
-from tests.fakes.controllers import MigManager
-from tests.fakes.crds import DEFAULT_CRD_DIR
-from tests.fakes.gpu_operator import NVIDIA_SMI, SimulatedDevicePlugin, SimulatedGpuOperator, gpu_node
-from tests.fakes.nccl_logs import NCCL_IB_LOG
-from tests.fakes.smoke import Outcome, SimulatedVolcanoJobs, SmokePods, gang_marker
-from tests.fakes.network_operator import SimulatedNetworkOperator
+from local_gpu_cluster.charts import DEMO_CHART_DIR, FIXTURE_CHARTS_DIR, TOOLS_BIN, pinned_charts
+from local_gpu_cluster.chart_repo import ChartRepoServer
+from local_gpu_cluster.clock import FakeClock
+from local_gpu_cluster.controllers import default_controllers
+from local_gpu_cluster.controllers import MigManager
+from local_gpu_cluster.crds import DEFAULT_CRD_DIR
+from local_gpu_cluster.gpu_operator import NVIDIA_SMI, SimulatedDevicePlugin, SimulatedGpuOperator, gpu_node
+from local_gpu_cluster.nccl_logs import NCCL_IB_LOG
+from local_gpu_cluster.smoke import Outcome, SimulatedVolcanoJobs, SmokePods, gang_marker
+from local_gpu_cluster.network_operator import SimulatedNetworkOperator
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU_OPERATOR_CHART = FIXTURE_CHARTS_DIR / "gpu-operator"

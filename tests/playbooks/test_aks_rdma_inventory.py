@@ -31,7 +31,7 @@ def test_without_an_nccl_image_nothing_is_written(direct_site):
 
 
 def test_the_nccl_proof_decides_the_run_against_the_node_types_threshold(direct_site):
-    # The fake launcher prints a GPUDirect RDMA run over IB at 175.888 GB/s (tests/fakes/nccl_logs.py).
+    # The fake launcher prints a GPUDirect RDMA run over IB at 175.888 GB/s (local_gpu_cluster/nccl_logs.py).
     runner, api, repo = direct_site()
     # The fixture's own threshold is dropped: the inventory's node type sets it.
     result = runner.run(**dict(aks_choices(), smoke_tests_nccl_image=IMAGE, smoke_tests_nccl_min_busbw_gbps=""))

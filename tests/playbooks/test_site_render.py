@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import gitops_bundle as bundle_domain
-from tests.fakes.charts import TOOLS_BIN
+from local_gpu_cluster.charts import TOOLS_BIN
 from tests.playbooks.conftest import bundle, kustomizations
 from tests.schema import crdschema, pinned_charts
 

@@ -1,10 +1,10 @@
 """The smoke tests in site.yml and in playbooks/smoke.yml: real ansible-playbook against the fake GPU cluster,
-whose smoke pods succeed, fail, hang or start apart as each test asks (tests/fakes/smoke.py)."""
+whose smoke pods succeed, fail, hang or start apart as each test asks (local_gpu_cluster/smoke.py)."""
 from __future__ import annotations
 
 import pytest
 
-from tests.fakes.smoke import Outcome, SmokePods, gang_marker
+from local_gpu_cluster.smoke import Outcome, SmokePods, gang_marker
 from tests.playbooks.conftest import ROOT
 from tests.playbooks.test_site_direct import NETWORK, POOLS
 

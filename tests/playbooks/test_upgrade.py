@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.fakes.chart_repo import ChartRepoServer
-from tests.fakes.controllers import Controller
-from tests.fakes.driver_upgrade import STATE, SimulatedDriverUpgrade
+from local_gpu_cluster.chart_repo import ChartRepoServer
+from local_gpu_cluster.controllers import Controller
+from local_gpu_cluster.driver_upgrade import STATE, SimulatedDriverUpgrade
 from tests.playbooks.conftest import NETWORK_OPERATOR_CHART, ROOT
 
 pytestmark = pytest.mark.slow

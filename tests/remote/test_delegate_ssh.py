@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.local_cluster import kubectl
+from local_gpu_cluster.testing import kubectl
 from tests.remote import ssh_host
 
 ROOT = Path(__file__).resolve().parents[2]

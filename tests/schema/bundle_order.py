@@ -25,7 +25,7 @@ waves) and returns one line per problem:
   ``dependsOn`` names a HelmRelease that is not in the bundle or not in a unit applied before (or with) its own.
 
 "Before" is ``dependsOn`` (transitively) with Flux, a lower sync wave with Argo CD. Which chart brings which API
-group is read from the charts' CRD files the local control plane serves (scripts/local_cluster CHART_CRDS).
+group is read from the charts' CRD files the local control plane serves (local_gpu_cluster CHART_CRDS).
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import yaml
 
-from scripts.local_cluster.__main__ import CHART_CRDS, _crd_path
+from local_gpu_cluster.__main__ import CHART_CRDS, _crd_path
 
 EXTERNAL_GROUPS = {"monitoring.coreos.com": "the Prometheus Operator"}
 # API group -> the kind whose reconciling makes its operator install the group's CRDs (Network Operator v26.4.0:

@@ -1,7 +1,7 @@
 """The bundle's readiness: the Flux Kustomizations gitops_bundle writes (health checks included) against the pinned
 kustomize-controller's CRD, and the order check (tests/schema/bundle_order.py) on a bundle of real releases.
 
-../shared/upstream/flux has no Kustomization CRD: the pinned kustomize-controller's (tools/flux/kustomize-controller)
+../shared/upstream/flux has no Kustomization CRD: the pinned kustomize-controller's (local_gpu_cluster/go/flux/kustomize-controller)
 comes with the Flux build (``make flux-build`` copies it into ``<cache>/bin/flux-*/crds``; the Go module cache has it
 once the module was downloaded). Without it the CRD test is skipped with that reason, except under CI, where
 ``make test`` builds Flux first: there it fails."""
@@ -20,7 +20,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm import (
     helm_pinned_release)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import gitops_bundle
-from scripts.local_cluster.build import cache_root, flux_pins
+from local_gpu_cluster.build import cache_root, flux_pins
 from tests.schema import crdschema
 from tests.schema.bundle_order import order_problems
 

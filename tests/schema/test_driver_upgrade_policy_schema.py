@@ -12,6 +12,7 @@ import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
     gpu_driver_upgrade)
+from local_gpu_cluster.paths import FIXTURE_CHARTS_DIR
 from tests.schema import crdschema, pinned_charts
 
 POLICIES = [
@@ -70,11 +71,11 @@ def test_the_crd_catches_what_the_domain_refuses():
 
 
 def test_the_fixture_chart_renders_the_policy_as_the_domain_maps_it():
-    """tests/fixtures/charts/gpu-operator renders driver.upgradePolicy the way cluster_policy_spec says the real
+    """local_gpu_cluster/fixture_charts/gpu-operator renders driver.upgradePolicy the way cluster_policy_spec says the real
     chart does, so the simulated operator reads what a real ClusterPolicy holds."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with open(os.path.join(root, "fixtures", "charts", "gpu-operator", "templates", "clusterpolicy.tpl")) as handle:
+    root = str(FIXTURE_CHARTS_DIR)
+    with open(os.path.join(root, "gpu-operator", "templates", "clusterpolicy.tpl")) as handle:
         template = handle.read()
     assert "podDeletion: {{ .gpuPodDeletion | toJson }}" in template
-    with open(os.path.join(root, "fixtures", "charts", "gpu-operator", "values.yaml")) as handle:
+    with open(os.path.join(root, "gpu-operator", "values.yaml")) as handle:
         assert yaml.safe_load(handle)["driver"]["upgradePolicy"] == gpu_driver_upgrade.POLICY_DEFAULTS

@@ -9,7 +9,7 @@
   Pods are also checked strictly against the Volcano CRD's pod template schema.
 - The KAI Scheduler PodGroup: its CRD is not in ../shared/upstream (only the Queue CRD is), so its
   spec is checked against the fields of ``scheduling.run.ai_podgroups.yaml`` (v2alpha2) transcribed
-  in tests/fixtures/crds, with the same unknown-field rule crdschema applies.
+  in local_gpu_cluster/fixture_crds, with the same unknown-field rule crdschema applies.
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from kubernetes import client as k8s_client
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import (
     nccl as smoke_nccl, objects as smoke_objects)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke_test as smoke_workflow
+from local_gpu_cluster.paths import FIXTURE_CRDS_DIR
 from tests.schema import crdschema
 
 NS = "gpu-smoke"
@@ -32,8 +33,8 @@ CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
 NCCL_IMAGE = "registry.example.com/hpc/nccl-tests:2.21.5-cuda12.4-ompi4.1"
 API = k8s_client.ApiClient()
 
-# KAI Scheduler PodGroup v2alpha2: the CRD transcribed in tests/fixtures/crds (the fake API server serves the same).
-KAI_PODGROUP_CRD = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "crds" / "podgroups.scheduling.run.ai.yaml"
+# KAI Scheduler PodGroup v2alpha2: the CRD transcribed in local_gpu_cluster/fixture_crds (the fake API server serves the same).
+KAI_PODGROUP_CRD = FIXTURE_CRDS_DIR / "podgroups.scheduling.run.ai.yaml"
 KAI_PODGROUP_OPENAPI = yaml.safe_load(KAI_PODGROUP_CRD.read_text())["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 KAI_PODGROUP_OPENAPI = dict(KAI_PODGROUP_OPENAPI, required=["apiVersion", "kind", "metadata", "spec"], properties=dict(
     KAI_PODGROUP_OPENAPI["properties"], apiVersion={"type": "string", "enum": ["scheduling.run.ai/v2alpha2"]},

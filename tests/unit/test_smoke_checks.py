@@ -6,8 +6,8 @@ import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import (
     checks as smoke_checks, nccl_check as smoke_nccl_check)
-from tests.fakes.gpu_operator import NVIDIA_SMI, gpu_node
-from tests.fakes.nccl_logs import NCCL_CUT_LOG, NCCL_IB_LOG, NCCL_SOCKET_LOG
+from local_gpu_cluster.gpu_operator import NVIDIA_SMI, gpu_node
+from local_gpu_cluster.nccl_logs import NCCL_CUT_LOG, NCCL_IB_LOG, NCCL_SOCKET_LOG
 from tests.unit.smoke_helpers import gang_pods
 
 

@@ -11,7 +11,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.networ
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import (
     plan as smoke, nccl as smoke_nccl, nccl_check as smoke_nccl_check)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
-from tests.fakes.nccl_logs import NCCL_IB_LOG
+from local_gpu_cluster.nccl_logs import NCCL_IB_LOG
 from tests.unit.smoke_helpers import NCCL_IMAGE, NS, settings
 
 SMOKE_DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs",

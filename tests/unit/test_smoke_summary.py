@@ -5,7 +5,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke 
     plan as smoke, checks as smoke_checks, nccl as smoke_nccl, nccl_check as smoke_nccl_check, objects as
     smoke_objects)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
-from tests.fakes.nccl_logs import NCCL_IB_LOG, NCCL_SOCKET_LOG
+from local_gpu_cluster.nccl_logs import NCCL_IB_LOG, NCCL_SOCKET_LOG
 from tests.unit.smoke_helpers import CUDA_IMAGE, NCCL_IMAGE, NS, gang_pods, result
 
 

@@ -2,10 +2,10 @@
 what to do."""
 import pytest
 
-from tests.fakes.clock import FakeClock
-from tests.fakes.controllers import default_controllers
-from tests.fakes.crds import DEFAULT_CRD_DIR
-from tests.fakes.smoke import SimulatedVolcanoJobs, SmokePods
+from local_gpu_cluster.clock import FakeClock
+from local_gpu_cluster.controllers import default_controllers
+from local_gpu_cluster.crds import DEFAULT_CRD_DIR
+from local_gpu_cluster.smoke import SimulatedVolcanoJobs, SmokePods
 from tests.modules.smoke_test.helpers import FIXTURE_CRDS, NS
 
 

@@ -3,8 +3,8 @@ unschedulable pods, cleanup, MIG resources and pools."""
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke_test as workflow
-from tests.fakes.gpu_operator import NVIDIA_SMI
-from tests.fakes.smoke import Outcome
+from local_gpu_cluster.gpu_operator import NVIDIA_SMI
+from local_gpu_cluster.smoke import Outcome
 from tests.modules.smoke_test.helpers import CUDA_IMAGE, MISMATCH, NS, module, smoke_objects, workflow_run
 
 

@@ -3,9 +3,9 @@ apart or not at all."""
 import pytest
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke_test as workflow
-from tests.fakes.crds import DEFAULT_CRD_DIR
-from tests.fakes.gpu_operator import NVIDIA_SMI
-from tests.fakes.smoke import Outcome, gang_marker
+from local_gpu_cluster.crds import DEFAULT_CRD_DIR
+from local_gpu_cluster.gpu_operator import NVIDIA_SMI
+from local_gpu_cluster.smoke import Outcome, gang_marker
 from tests.modules.smoke_test.helpers import CUDA_IMAGE, module, smoke_objects, workflow_run
 
 

@@ -4,9 +4,9 @@ import yaml
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke_test as workflow
-from tests.fakes.gpu_operator import NVIDIA_SMI
-from tests.fakes.nccl_logs import NCCL_IB_LOG
-from tests.fakes.smoke import Outcome, gang_marker
+from local_gpu_cluster.gpu_operator import NVIDIA_SMI
+from local_gpu_cluster.nccl_logs import NCCL_IB_LOG
+from local_gpu_cluster.smoke import Outcome, gang_marker
 from tests.modules.harness import run_module
 from tests.modules.smoke_test.helpers import CUDA_IMAGE, NCCL_IMAGE, mig_node, module, shared_node, smoke_objects
 

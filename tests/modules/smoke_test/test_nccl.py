@@ -2,8 +2,8 @@
 with and without Volcano."""
 import pytest
 
-from tests.fakes.nccl_logs import NCCL_IB_LOG, NCCL_SOCKET_LOG
-from tests.fakes.smoke import Outcome
+from local_gpu_cluster.nccl_logs import NCCL_IB_LOG, NCCL_SOCKET_LOG
+from local_gpu_cluster.smoke import Outcome
 from tests.modules.harness import run_module
 from tests.modules.smoke_test.helpers import NCCL_IMAGE, module, smoke_objects
 

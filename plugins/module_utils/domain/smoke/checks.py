@@ -15,7 +15,7 @@ Facts this follows (sources in brackets; nothing copied):
 - nvidia-smi's table starts with ``NVIDIA-SMI <ver>  Driver Version: <ver>  CUDA Version: <ver>``
   and has one row per GPU: index, name, persistence mode On/Off, then the PCI bus id; on a
   driver/library mismatch it prints only ``Failed to initialize NVML: Driver/library version
-  mismatch`` [tests/fakes/gpu_operator.py NVIDIA_SMI; roles/gpu_operator/tasks/smoke.yml].
+  mismatch`` [local_gpu_cluster/gpu_operator.py NVIDIA_SMI; roles/gpu_operator/tasks/smoke.yml].
 """
 
 from __future__ import annotations
