@@ -29,7 +29,7 @@ import sys
 import threading
 
 # run as a script with ``python -P`` (its folder is not on the path: local_gpu_cluster/selectors.py would hide the
-# standard library's); the repository's root is, after the standard library
+# standard library's); the folder holding the package is, after the standard library
 sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the folder holding local_gpu_cluster
 from local_gpu_cluster.pod_network import connect, pump, read_head, unix_listener  # noqa: E402  # pylint: disable=wrong-import-position  # see above
 
