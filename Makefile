@@ -40,7 +40,7 @@ $(VENV)/.stamp: requirements-dev.txt
 # The local GPU cluster (local-gpu-cluster/, a Python package of its own: its README) installed in development mode:
 # `python -m local_gpu_cluster` is what the cluster targets below call. Its dependencies are in the test lock.
 $(VENV)/.local-gpu-cluster.stamp: $(VENV)/.stamp local-gpu-cluster/pyproject.toml
-	$(VENV)/bin/pip install --quiet --no-deps --no-build-isolation -e local-gpu-cluster
+	$(VENV)/bin/pip install --quiet --no-deps -e local-gpu-cluster
 	touch $@
 
 tools: $(TOOLS)/bin/.stamp

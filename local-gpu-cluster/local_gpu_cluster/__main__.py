@@ -1,4 +1,4 @@
-"""``python -m local_gpu_cluster build|up|down|status``: see ``docs/testing.md``.
+"""``python -m local_gpu_cluster build|up|down|status|fault``: see the package README (``local-gpu-cluster/README.md``).
 
 Settings (environment): ``CLUSTER_DIR`` (state, default ``build/cluster``), ``CLUSTER_PROFILE`` (the fleet:
 ``fleet.PROFILES``, default ``mixed``), ``CLUSTER_GPU_NODES`` (default 4), ``CLUSTER_BARE=1`` (``up --bare``),
