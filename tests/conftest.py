@@ -12,6 +12,7 @@ if COLLECTIONS not in sys.path:
 
 pytest_plugins = ["local_gpu_cluster.fixtures", "local_gpu_cluster.repo_fixtures", "local_gpu_cluster.testing"]
 
+
 def pytest_configure(config):  # pylint: disable=unused-argument
     """The collection's own clusters (tests/cluster/test_bare_fleet.py, test_host_probe.py), each a module-scoped
     cluster of a fleet profile: their tests run in the control-plane session too (local_gpu_cluster.testing)."""

@@ -20,8 +20,8 @@ import urllib.request
 from pathlib import Path
 
 from . import ClusterError
-from .build import FLUX, ROOT, ensure_built, pins
-from .paths import FIXTURE_CRDS_DIR, SHARED
+from .build import FLUX, ensure_built, pins
+from .paths import FIXTURE_CRDS_DIR, PROJECT as ROOT, SHARED
 from .components import control_plane, platform_services
 from .fleet import DEFAULT_PROFILE, fleet, profile_names, write_kwok_config
 from .gitops import PORT_NAMES as GITOPS_PORT_NAMES, install_crds, start_gitops

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from . import ClusterError
 
-from .paths import GO_DIR, PROJECT as ROOT
+from .paths import GO_DIR
 
 CLUSTER_MODULE = GO_DIR / "cluster"
 KWOK_MODULE = GO_DIR / "kwok"

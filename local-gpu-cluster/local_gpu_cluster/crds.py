@@ -12,7 +12,7 @@ import threading
 
 import yaml
 
-from .paths import PROJECT as REPO_ROOT, SHARED
+from .paths import SHARED
 
 DEFAULT_CRD_DIR = SHARED / "upstream"
 

@@ -33,8 +33,8 @@ from pathlib import Path
 import yaml
 
 from . import ClusterError
-from .build import ROOT, Entry, cache_root, go_env, run_build
-from .paths import SHARED, TOOLS_BIN
+from .build import Entry, cache_root, go_env, run_build
+from .paths import PROJECT as ROOT, SHARED, TOOLS_BIN
 
 UPSTREAM_SRC = SHARED / "upstream" / "src"
 HELM = TOOLS_BIN / "helm"  # helm 3 (make tools), or HELM_BIN

@@ -12,6 +12,7 @@ import pytest
 
 from local_gpu_cluster import ClusterError
 from local_gpu_cluster import build
+from local_gpu_cluster.paths import PROJECT
 
 
 def _entry(tmp_path, content=b"binary"):
@@ -57,7 +58,7 @@ def test_the_pins_come_from_the_go_mod_files():
 
 
 def _run(args, env):
-    return subprocess.run([sys.executable, "-m", "local_gpu_cluster", *args], cwd=str(build.ROOT), env=env,
+    return subprocess.run([sys.executable, "-m", "local_gpu_cluster", *args], cwd=str(PROJECT), env=env,
                           capture_output=True, text=True, timeout=120, check=False)
 
 

@@ -12,7 +12,6 @@ from local_gpu_cluster import ClusterError
 from local_gpu_cluster import build
 
 
-
 def _fake_go(tmp_path, body="exit 0"):
     go = tmp_path / "go"
     go.write_text('#!/bin/sh\nif [ "$2" = GOVERSION ]; then echo go1.26.8; exit 0; fi\n%s\n' % body)

@@ -8,9 +8,8 @@ import pytest
 import yaml
 
 from local_gpu_cluster.fleet import write_kwok_config
-
-from local_gpu_cluster.operator_processes import (SA_DIR, TOOLS, VolumeNotReady, command_line, configure_process, expand, expanded,
-                                 held_jobs, pod_volumes, process_of, readiness_url)
+from local_gpu_cluster.operator_processes import (SA_DIR, TOOLS, VolumeNotReady, command_line, configure_process, expand,
+                                                  expanded, held_jobs, pod_volumes, process_of, readiness_url)
 
 
 def pod(labels):

@@ -16,6 +16,7 @@ import yaml
 
 from local_gpu_cluster import ClusterError
 from local_gpu_cluster import build, operators
+from local_gpu_cluster.paths import PROJECT
 
 
 def _fake_go(tmp_path):
@@ -174,7 +175,7 @@ def test_an_unknown_operator_is_refused_before_anything_is_built(tmp_path):
     """A misspelt name is refused with the names there are."""
     env = dict(os.environ, GO=str(tmp_path / "no-such-go"), GPU_PLATFORM_CACHE=str(tmp_path / "cache"))
     proc = subprocess.run([sys.executable, "-m", "local_gpu_cluster", "build", "--operators", "gpu-operatr"],
-                          cwd=str(build.ROOT), env=env, capture_output=True, text=True, timeout=60, check=False)
+                          cwd=str(PROJECT), env=env, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == "cluster-build: no operator named gpu-operatr: choose from " + ", ".join(
         operators.ENTRIES)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import json
-import pathlib
 
 import jsonschema
 import pytest

@@ -1,6 +1,5 @@
 """Shared data and helpers of the smoke_test module tests: namespace, images, the module and workflow runs on the
 fake cluster, the objects a run left behind, and node builders for the allocatable checks."""
-import pathlib
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke_test as workflow
