@@ -8,7 +8,6 @@ import pytest
 
 from local_gpu_cluster.fleet import HARDWARE_ANNOTATION, fleet, hardware
 from local_gpu_cluster import node_agent_effects as effects
-from local_gpu_cluster import node_agent_logs
 from local_gpu_cluster.helpers import wait_until
 from local_gpu_cluster.node_agent_smoke import SmokeLogs
 from local_gpu_cluster.node_agents import AGENTS, EFFECTS, FAULTS, NodeAgents, agent_of, fault_state, parse_fault
