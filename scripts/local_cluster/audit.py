@@ -12,7 +12,8 @@ tests, the command line and a user with a kubeconfig can all read it, and nothin
 Choices:
 
 * A write is a request whose verb is ``create``, ``update``, ``patch``, ``delete`` or ``deletecollection``, on any
-  resource or subresource (``nodes/status``, ``pods/eviction``, ``pods/exec`` included).
+  resource or subresource (``nodes/status``, ``pods/eviction``, ``pods/exec`` included), but the reviews
+  (``REVIEWS``: access, subject and token reviews are created to ask a question and are never stored).
 * A server-side dry-run (``dryRun=All`` in the request URI) writes nothing: check mode sends those, so they are left
   out unless asked for (``dry_run=True`` gives them alone).
 * A write the server refused (its response code 400 or more: a webhook's or admission's refusal, a conflict, a
@@ -37,6 +38,10 @@ from urllib.parse import parse_qs, urlsplit
 LOG_NAME = "audit.log"
 POLICY_NAME = "audit-policy.yaml"
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+# Creates that store nothing: the questions "who am I" and "may I" (kubectl auth whoami and can-i, a module checking
+# its RBAC first) and a token's review. (A TokenRequest, serviceaccounts/token, is reported: it mints a credential.)
+REVIEWS = ("selfsubjectreviews", "tokenreviews", "selfsubjectaccessreviews", "selfsubjectrulesreviews",
+           "subjectaccessreviews", "localsubjectaccessreviews")
 # The policy the API server runs with: every request at Metadata level (who, what, on which object, the answer's
 # code; no bodies, so no secret reaches the log), once it has an answer (RequestReceived omitted: half the lines).
 POLICY = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
@@ -74,7 +79,7 @@ class Request:
 
     @property
     def is_write(self):
-        return self.verb in WRITE_VERBS
+        return self.verb in WRITE_VERBS and self.resource not in REVIEWS
 
     @property
     def dry_run(self):
@@ -82,8 +87,9 @@ class Request:
 
     def __str__(self):
         where = "%s/%s" % (self.namespace, self.name) if self.namespace else self.name or "(collection)"
-        return "%s %s %s by %s (%s): %d %s" % (self.verb, self.resource, where, self.user, self.user_agent,
-                                               self.code, self.request_uri)
+        target = "%s %s " % (self.resource, where) if self.resource else ""  # none for /version, /apis
+        return "%s %sby %s (%s): %d %s" % (self.verb, target, self.user, self.user_agent, self.code,
+                                           self.request_uri)
 
 
 def _time(text):
@@ -100,11 +106,14 @@ def _as_time(moment):
 def _request(event):
     ref = event.get("objectRef") or {}
     resource = ref.get("resource", "")
+    namespace = ref.get("namespace", "")
+    if resource == "namespaces":  # the server gives a namespace's own name as its namespace: it is cluster-scoped
+        namespace = ""
     if ref.get("subresource"):
         resource += "/" + ref["subresource"]
     user = event.get("user") or {}
     return Request(verb=event.get("verb", ""), resource=resource, api_group=ref.get("apiGroup", ""),
-                   namespace=ref.get("namespace", ""), name=ref.get("name", ""), user=user.get("username", ""),
+                   namespace=namespace, name=ref.get("name", ""), user=user.get("username", ""),
                    user_agent=event.get("userAgent", ""), request_uri=event.get("requestURI", ""),
                    code=int((event.get("responseStatus") or {}).get("code") or 0),
                    received=_time(event["requestReceivedTimestamp"]))
@@ -121,7 +130,7 @@ def _rule(rule):
     def allowed(request):
         if request.resource.split("/")[0] != resource:
             return False
-        namespace = request.name if resource == "namespaces" and not request.namespace else request.namespace
+        namespace = request.name if resource == "namespaces" else request.namespace
         return fnmatch.fnmatchcase(namespace, pattern)
     return allowed
 

@@ -68,6 +68,7 @@ def test_writes_of_the_run_in_the_window_reads_others_and_dry_runs_left_out(tmp_
         event("create", "namespaces", name="team-c", at=7),
         event("deletecollection", "secrets", "team-c", at=8),
         event("update", "nodes", name="gpu-node-2", subresource="status", at=9),
+        event("create", "selfsubjectaccessreviews", group="authorization.k8s.io", at=9.5, code=201),  # a question
         event("create", "configmaps", "team-a", "after", at=20),  # after the window
     ])
     audit = AuditLog(log)
@@ -84,7 +85,7 @@ def test_writes_of_the_run_in_the_window_reads_others_and_dry_runs_left_out(tmp_
     assert [r.resource for r in audit.writes(since(0), until=since(10), user=RUN, dry_run=True)] == [
         "clusterpolicies", "namespaces"]
     assert [r.name for r in audit.writes(since(0), user=RUN)][-1] == "after"  # no end: to the end of the log
-    assert len(audit.requests(since(0), until=since(10), user=RUN)) == 8
+    assert len(audit.requests(since(0), until=since(10), user=RUN)) == 9
     assert "patch nodes gpu-node-1" in describe(found) and describe([]) == "(none)"
 
 
@@ -106,7 +107,7 @@ def test_user_agent_is_a_prefix_and_allow_takes_rules_and_predicates(tmp_path):
         event("create", "namespaces", name=probe, at=1.1, agent=client),
         event("patch", "jobs", probe, "probe-gpu-node-1", group="batch", at=2, agent=client),
         event("delete", "jobs", probe, "probe-gpu-node-1", group="batch", at=3, agent=client),
-        event("delete", "namespaces", name=probe, namespace=probe, at=4, agent=client),
+        event("delete", "namespaces", name=probe, namespace=probe, at=4, agent=client),  # as the server logs it
         event("create", "jobs", "default", "other", group="batch", at=5, agent=client),
         event("create", "secrets", "gpu-operator", "sh.helm.release.v1.gpu-operator.v1", at=6, agent="Helm/3.19.0"),
     ])
@@ -120,6 +121,9 @@ def test_user_agent_is_a_prefix_and_allow_takes_rules_and_predicates(tmp_path):
     assert [r.name for r in audit.writes(since(0), allow=rules + [("secrets", "gpu-*")])] == ["other"]
     assert audit.writes(since(0), allow=[lambda r: True]) == []
     assert len(audit.writes(since(0), allow=[("jobs", "gpu-platform-*")])) == 5  # a pattern names no other kind
+    deleted = audit.writes(since(3.5), until=since(4.5))[0]
+    assert (deleted.namespace, deleted.name) == ("", probe)  # a namespace is cluster-scoped
+    assert str(deleted).startswith("delete namespaces %s by" % probe)
 
 
 def test_rotated_files_are_read_and_those_last_written_before_the_mark_are_not_opened(tmp_path):
@@ -167,6 +171,12 @@ def test_the_line_being_written_is_left_and_a_watch_counts_once(tmp_path):
     audit = AuditLog(log)
     assert [r.verb for r in audit.requests(since(0))] == ["watch", "patch"]
     assert [r.name for r in audit.writes(since(0))] == ["n"]
+    version = dict(event("get", "", at=4), requestURI="/version", objectRef=None)
+    write(log, ["\n", json.dumps(version) + "\n"], mode="a")  # the half line is whole now (the next one went on)
+    with pytest.raises(ValueError, match="line 4, is not an audit event"):
+        audit.requests(since(0))
+    write(log, [version])
+    assert str(audit.requests(since(3))[0]) == "get by gpu-platform-run (kubectl/v1.35.8 (linux/amd64)): 200 /version"
 
 
 def test_the_api_server_writes_the_log_into_the_cluster_directory_with_the_policy(tmp_path):
