@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 from . import ClusterError
+from .audit import LOG_NAME as AUDIT_LOG, AuditLog
 from .build import FLUX, ROOT, ensure_built, pins
 from .components import control_plane, platform_services
 from .fleet import DEFAULT_PROFILE, fleet, profile_names, write_kwok_config
@@ -294,6 +295,8 @@ def down(args):
         for directory in ("etcd", "gitops"):
             if (state.dir / directory).exists():
                 shutil.rmtree(state.dir / directory)
+        for path in AuditLog(state.dir / AUDIT_LOG).files():  # the record of what was written, with what it was
+            path.unlink()
     state.save(dict(data, components={}))
     print("stopped: %s" % (", ".join(stopped) if stopped else "nothing was running"))
     return 0

@@ -183,6 +183,9 @@ class AuditLog:
         """Every request received from ``since`` (a Mark or an aware datetime) until ``until`` (excluded), by
         ``user`` (its user name, exactly) and ``user_agent`` (a prefix: "kubectl/", "Helm/"), one per request (a
         watch's ResponseStarted and ResponseComplete lines count once), in the order received."""
+        if not self.path.exists():  # an empty answer would pass for "nothing written"
+            raise FileNotFoundError("no audit log at %s: the API server writes it from the start (a cluster started "
+                                    "before it did: cluster-down, then cluster-up)" % self.path)
         mark = since if isinstance(since, Mark) or since is None else Mark(since)
         start, end = _as_time(since), _as_time(until)
         found = {}

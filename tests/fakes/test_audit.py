@@ -149,7 +149,9 @@ def test_rotated_files_are_read_and_those_last_written_before_the_mark_are_not_o
 def test_the_mark_starts_at_the_end_of_the_file_current_then_even_once_it_is_rotated(tmp_path):
     current = tmp_path / "audit.log"
     audit = AuditLog(current)
-    assert audit.mark().offset == 0  # no log yet
+    assert audit.mark().offset == 0  # no log yet, and no answer: an empty one would read as "nothing written"
+    with pytest.raises(FileNotFoundError, match="no audit log at %s" % current):
+        audit.writes(audit.mark())
     write(current, ["garbage the reader must not reach\n"])
     mark = audit.mark()
     assert mark.offset == current.stat().st_size and mark.time > T0
@@ -227,3 +229,11 @@ def test_the_kubeconfig_command_refuses_without_a_traceback(tmp_path, monkeypatc
     err = capsys.readouterr().err
     assert err.startswith("cluster-kubeconfig: 'system:admin' is not a user name for the local cluster"), err
     assert "Traceback" not in err and not (tmp_path / "kubeconfig-system:admin").exists()
+
+
+def test_down_takes_the_audit_log_with_etcds_data_unless_it_is_kept(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CLUSTER_DIR", str(tmp_path))
+    logs = [write(tmp_path / name, []) for name in ("audit.log", "audit-2026-11-28T12-00-00.000.log")]
+    assert cli.main(["down", "--keep-data"]) == 0 and all(p.exists() for p in logs)
+    assert cli.main(["down"]) == 0 and not any(p.exists() for p in logs)
+    assert (tmp_path / "state.json").exists() and "nothing was running" in capsys.readouterr().out
