@@ -159,7 +159,7 @@ class AuditLog:
         return rotated + ([self.path] if self.path.exists() else [])
 
     def _lines(self, since):
-        """(file, line number, text) of every whole line that may hold a request received at ``since`` or later."""
+        """(file, where in it, text) of every whole line that may hold a request received at ``since`` or later."""
         for path in self.files():
             try:
                 stat = path.stat()
@@ -177,7 +177,7 @@ class AuditLog:
                     number += 1
                     if not raw.endswith(b"\n"):
                         break  # the line being written now: its request is not over yet
-                    yield path, number, raw
+                    yield path, "line %d" % number + (" after byte %d" % start if start else ""), raw
 
     def requests(self, since=None, until=None, user=None, user_agent=None):
         """Every request received from ``since`` (a Mark or an aware datetime) until ``until`` (excluded), by
@@ -189,19 +189,19 @@ class AuditLog:
         mark = since if isinstance(since, Mark) or since is None else Mark(since)
         start, end = _as_time(since), _as_time(until)
         found = {}
-        for path, number, raw in self._lines(mark):
+        for path, where, raw in self._lines(mark):
             try:
                 event = json.loads(raw)
                 request = _request(event)
             except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError("%s, line %d, is not an audit event: %s" % (path, number, exc)) from None
+                raise ValueError("%s, %s, is not an audit event: %s" % (path, where, exc)) from None
             if start is not None and request.received < start or end is not None and request.received >= end:
                 continue
             if user is not None and request.user != user:
                 continue
             if user_agent is not None and not request.user_agent.startswith(user_agent):
                 continue
-            found[event.get("auditID") or (str(path), number)] = request
+            found[event.get("auditID") or (str(path), where)] = request
         return sorted(found.values(), key=lambda r: r.received)
 
     def writes(self, since, until=None, user=None, user_agent=None, allow=(), failed=True, dry_run=False):

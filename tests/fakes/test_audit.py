@@ -158,6 +158,10 @@ def test_the_mark_starts_at_the_end_of_the_file_current_then_even_once_it_is_rot
     now = (mark.time - T0).total_seconds()
     write(current, [event("patch", "nodes", name="n1", at=now + 1)], mode="a")
     assert [r.name for r in audit.writes(mark)] == ["n1"]
+    write(current, ["not an event\n"], mode="a")
+    with pytest.raises(ValueError, match="audit.log, line 2 after byte %d, is not an audit event" % mark.offset):
+        audit.writes(mark)
+    write(current, ["garbage the reader must not reach\n", event("patch", "nodes", name="n1", at=now + 1)])
     current.rename(tmp_path / "audit-2099-01-01T00-00-00.000.log")  # lumberjack renames, the inode stays
     write(current, [event("patch", "nodes", name="n2", at=now + 2)])
     assert [r.name for r in audit.writes(mark)] == ["n1", "n2"]
