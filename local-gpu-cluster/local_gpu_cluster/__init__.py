@@ -10,6 +10,8 @@
 * ``pki``: the cluster's CA, serving and client certificates and service-account keys;
 * ``components``: each component's command line;
 * ``processes``: start, readiness, the state file, stop by pid;
+* ``audit``: the API server's audit log read back (``kubeconfig --user NAME`` gives a client a name of its own in
+  it): the judge of "nothing written";
 * ``fleet``: the fake GPU nodes (labels and resources as NFD and GPU Feature Discovery leave
   them) and KWOK's stages and logs;
 * ``gitops`` (``up --gitops``): the Flux CRDs, ``flux-system`` and the controllers, fed by

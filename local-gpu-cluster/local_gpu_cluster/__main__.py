@@ -1,4 +1,4 @@
-"""``python -m local_gpu_cluster build|up|down|status|fault``: see the package README (``local-gpu-cluster/README.md``).
+"""``python -m local_gpu_cluster build|up|down|status|fault|kubeconfig``: see the package README (``local-gpu-cluster/README.md``).
 
 Settings (environment): ``CLUSTER_DIR`` (state, default ``build/cluster``), ``CLUSTER_PROFILE`` (the fleet:
 ``fleet.PROFILES``, default ``mixed``), ``CLUSTER_GPU_NODES`` (default 4), ``CLUSTER_BARE=1`` (``up --bare``),
@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 from . import ClusterError
+from .audit import LOG_NAME as AUDIT_LOG, AuditLog
 from .build import FLUX, ensure_built, pins
 from .paths import FIXTURE_CRDS_DIR, PROJECT as ROOT, SHARED
 from .components import control_plane, platform_services
@@ -295,6 +296,8 @@ def down(args):
         for directory in ("etcd", "gitops"):
             if (state.dir / directory).exists():
                 shutil.rmtree(state.dir / directory)
+        for path in AuditLog(state.dir / AUDIT_LOG).files():  # the record of what was written, with what it was
+            path.unlink()
     state.save(dict(data, components={}))
     print("stopped: %s" % (", ".join(stopped) if stopped else "nothing was running"))
     return 0
@@ -347,6 +350,24 @@ def fault(args):
     return 0
 
 
+def kubeconfig(args):
+    """``kubeconfig --user NAME``: ``<cluster dir>/kubeconfig-<NAME>`` (0600), the admin's rights under a name of its
+    own (pki.Pki.user_kubeconfig), so that the audit log (``<cluster dir>/audit.log``) tells that client's requests
+    from every other's. It names the running cluster's port: mint it again after the next ``up``."""
+    state = state_dir()
+    data = state.load()
+    if not _running(state, data):
+        raise ClusterError("the local cluster in %s is not running (make cluster-up)" % state.dir)
+    path = state.dir / ("kubeconfig-%s" % args.user)
+    try:
+        Pki(state.dir / "pki").user_kubeconfig(path, "https://127.0.0.1:%d" % data["ports"]["kube-apiserver"],
+                                               args.user)
+    except ValueError as exc:
+        raise ClusterError(str(exc)) from None
+    print(path)
+    return 0
+
+
 def build(args):
     unknown = sorted(set(args.operators or ()) - set(ENTRIES))
     if unknown:
@@ -385,9 +406,14 @@ def main(argv=None):
     fault_parser = commands.add_parser("fault", help="set a node agent's fault: <agent>:<state>[:<node>] (state ok "
                                                      "clears it)")
     fault_parser.add_argument("fault", help="<agent>:<state>[:<node>], e.g. rdma-shared-device-plugin:stuck")
+    kubeconfig_parser = commands.add_parser(
+        "kubeconfig", help="write a kubeconfig for a user of its own (admin rights, its own name in the audit log); "
+                           "prints its path")
+    kubeconfig_parser.add_argument("--user", required=True, help="the user name (CN), e.g. gpu-platform-run")
     args = parser.parse_args(argv)
     try:
-        return {"build": build, "up": up, "down": down, "status": status, "fault": fault}[args.command](args)
+        return {"build": build, "up": up, "down": down, "status": status, "fault": fault,
+                "kubeconfig": kubeconfig}[args.command](args)
     except ClusterError as exc:
         print("cluster-%s: %s" % (args.command, exc), file=sys.stderr)
         return 1

@@ -10,8 +10,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .audit import LOG_NAME as AUDIT_LOG, write_policy as write_audit_policy
 from .paths import python_path_env
-
 EXTRA_ADMISSION = ("NodeRestriction", "PodSecurity", "DefaultStorageClass", "DefaultTolerationSeconds",
                    "ResourceQuota", "LimitRanger", "Priority", "ServiceAccount", "NamespaceLifecycle",
                    "ValidatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionWebhook")
@@ -24,6 +24,10 @@ POD_NETWORK_SOCKET = "pod-network.sock"
 # controller-manager: its default set ("*"), which makes Deployments, ReplicaSets, DaemonSets, Jobs,
 # namespaces, service accounts and garbage collection work (the cloud ones stay idle without a cloud).
 CONTROLLERS = "*"
+# The audit log's rotation (lumberjack's, in the API server): a file of at most AUDIT_MAX_MB, AUDIT_BACKUPS rotated
+# ones kept beside it (local_gpu_cluster/audit.py reads them all).
+AUDIT_MAX_MB = 100
+AUDIT_BACKUPS = 5
 
 
 @dataclass
@@ -73,7 +77,7 @@ def control_plane(binaries, state, pki, ports):
             "--enable-priority-and-fairness=false",
             # an endpoint's pod IP and port, not the Service's ClusterIP (no kube-proxy), through the pod network
             "--enable-aggregator-routing=true", "--egress-selector-config-file=%s" % write_egress(state.dir),
-            "--v=1"],
+            *audit_flags(state.dir), "--v=1"],
             "https://%s:%d/readyz" % (bind, ports["kube-apiserver"]), client_cert=True),
         Component("kube-controller-manager", [
             str(binaries / "kube-controller-manager"), "--kubeconfig=" + kube("controller-manager"),
@@ -106,6 +110,16 @@ def control_plane(binaries, state, pki, ports):
             "--node-lease-duration-seconds=40", "--v=0"],
             "https://%s:%d/healthz" % (bind, ports["kwok"])),
     ]
+
+
+def audit_flags(directory):
+    """The audit log in the cluster's directory (local_gpu_cluster/audit.py): the judge of what a client wrote.
+    JSON lines; blocking mode (the API server's default for a log, stated here because the judge relies on it): a
+    request's line is written before its response ends, so it is there once the client has its answer."""
+    return ["--audit-policy-file=%s" % write_audit_policy(directory),
+            "--audit-log-path=%s" % (Path(directory) / AUDIT_LOG), "--audit-log-format=json",
+            "--audit-log-mode=blocking", "--audit-log-maxsize=%d" % AUDIT_MAX_MB,
+            "--audit-log-maxbackup=%d" % AUDIT_BACKUPS]
 
 
 def write_egress(directory):

@@ -7,6 +7,7 @@ so a kubeconfig handed out stays valid across ``cluster-down``/``cluster-up``.
 import datetime
 import ipaddress
 import os
+import re
 from pathlib import Path
 
 import yaml
@@ -26,6 +27,9 @@ CLIENTS = {
     "apiserver-kubelet-client": ("kube-apiserver-kubelet-client", "system:masters"),
     "front-proxy": ("front-proxy-client", None),
 }
+# A user of its own (``user_kubeconfig``): a name that is a DNS label, so that it is a file name too and cannot pass for
+# one of Kubernetes' own identities (``system:...``).
+USER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 SERVING = {
     "apiserver": ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
                   "kubernetes.default.svc.cluster.local", "127.0.0.1", SERVICE_IP],
@@ -135,6 +139,20 @@ class Pki:
             builder = builder.add_extension(_sans(sans), critical=False)
         _write_key(self.key(name), key)
         _write_cert(self.cert(name), builder.sign(ca_key, hashes.SHA256()))
+
+    def user_kubeconfig(self, path, server, user):
+        """A kubeconfig (0600, embedded) for ``user``: a client certificate of the cluster's CA with CN=<user> and
+        O=system:masters, the admin's rights under a name of its own. A run given it is told apart from every other
+        client in the audit log (its ``user.username``), while the tests' own reads keep the admin's name. The
+        certificate is issued once and kept with the others (``client-user-<user>``)."""
+        if not USER_NAME.match(user or ""):
+            raise ValueError("%r is not a user name for the local cluster: lower-case letters, digits and '-', "
+                             "at most 63, e.g. gpu-platform-run" % (user,))
+        ca_key = serialization.load_pem_private_key(self.key("ca").read_bytes(), None)
+        ca_cert = x509.load_pem_x509_certificate(self.ca.read_bytes())
+        self._issue("client-user-" + user, _name(user, "system:masters"), ca_key, ca_cert,
+                    ExtendedKeyUsageOID.CLIENT_AUTH)
+        return self.kubeconfig(path, server, client="user-" + user)
 
     def kubeconfig(self, path, server, client="admin", context="gpu-platform-local", embed=True):
         """Write a kubeconfig for ``client`` (mode 0600); embedded data keeps it usable when copied."""

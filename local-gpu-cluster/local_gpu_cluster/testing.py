@@ -23,10 +23,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from .audit import LOG_NAME, AuditLog
 from .git_server import init_repo
-
 from .paths import PROJECT as ROOT, TOOLS_BIN, python_path_env
 
+# The credential a run under test is given (``LocalCluster.kubeconfig_for``): the admin's rights under this name, so
+# the audit log tells the run's requests from the tests' own reads (the admin kubeconfig) and every controller's.
+RUN_USER = "gpu-platform-run"
 DEFAULT_DIR = ROOT / "build" / "test-cluster"
 GITOPS_DIR = ROOT / "build" / "test-cluster-gitops"
 
@@ -50,6 +53,20 @@ class LocalCluster:
     @property
     def logs(self) -> Path:
         return self.dir / "logs"
+
+    @property
+    def audit(self) -> AuditLog:
+        """The API server's audit log (``mark()``, then ``writes(mark, user=RUN_USER)``)."""
+        return AuditLog(self.dir / LOG_NAME)
+
+    def kubeconfig_for(self, user=RUN_USER) -> str:
+        """A kubeconfig (0600) for ``user``, with the admin's rights (``python -m local_gpu_cluster kubeconfig``),
+        naming this cluster as it runs now; its path."""
+        proc = cluster_command("kubeconfig", "--user", user, env=self.env(), timeout=120)
+        if proc.returncode != 0:
+            raise AssertionError("python -m local_gpu_cluster kubeconfig --user %s failed: %s%s"
+                                 % (user, proc.stdout, proc.stderr))
+        return proc.stdout.strip().splitlines()[-1]
 
     def git_repo(self, name) -> str:
         """A new, empty bare repository on the cluster's git server (``up --gitops``) that takes pushes; its URL."""

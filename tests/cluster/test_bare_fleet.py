@@ -25,9 +25,10 @@ import pytest
 from kubernetes import config, dynamic
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
+from local_gpu_cluster.audit import describe
 from local_gpu_cluster.fleet import declared_hardware
 from local_gpu_cluster.charts import helm_env
-from local_gpu_cluster.testing import ROOT, _session_cluster, cluster_command
+from local_gpu_cluster.testing import ROOT, RUN_USER, _session_cluster, cluster_command
 from tests.playbooks.conftest import PlayResult, site_env
 
 pytestmark = pytest.mark.slow
@@ -85,11 +86,15 @@ class BareFleet:
         self.env = dict(site_env(helm_env(tmp_path / "helm-env")), CLUSTER_DIR=str(cluster.dir))
         self.dyn = dynamic.DynamicClient(config.new_client_from_config(config_file=cluster.kubeconfig))
 
-    def run(self, *extra, playbook="site.yml"):
+    def run(self, *extra, playbook="site.yml", user=None):
+        """The playbook on the cluster; with ``user``, with that user's credential (the audit log tells its requests
+        from everyone else's)."""
         connection = "@%s" % (self.cluster.dir / "connection.yml")
         command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i",
                    str(ROOT / "inventories" / self.inventory), str(ROOT / playbook), "-e", connection,
                    *self.args, *extra]
+        if user:
+            command += ["-e", "gpu_platform_kubeconfig=" + self.cluster.kubeconfig_for(user)]
         proc = subprocess.run(command, env=self.env, capture_output=True, text=True, cwd=str(ROOT), check=False,
                               timeout=1200)
         return PlayResult(proc)
@@ -190,11 +195,14 @@ def test_nfd_with_the_gpu_operator_is_refused_before_any_write_and_shown_to_hang
     its ``nfd.deployNodeFeatureRules`` (default true, not tied to ``nfd.enabled``) renders a NodeFeatureRule, whose CRD
     only an NFD brings, and the GPU Operator's comes after the network layer."""
     aks = BareFleet(aks_fault_cluster, tmp_path)
-    refused = aks.run("-e", "gpu_platform_nfd_in_gpu_operator=true")
+    mark = aks_fault_cluster.audit.mark()
+    refused = aks.run("-e", "gpu_platform_nfd_in_gpu_operator=true", user=RUN_USER)
     assert refused.rc != 0
     message = " ".join(refused.failure_messages())
     assert "gpu_platform_nfd_in_gpu_operator: is true while the network layer is on" in message, message
-    assert aks.get("v1", "Namespace", "nvidia-network-operator") is None  # nothing written
+    written = aks_fault_cluster.audit.writes(mark, user=RUN_USER)
+    assert written == [], "the refused run wrote:\n" + describe(written)
+    assert aks_fault_cluster.audit.requests(mark, user=RUN_USER), "the run read nothing with its own credential"
     alone = aks.run("-e", "gpu_platform_nfd_in_gpu_operator=true", "-e", "network_operator_wait_timeout=30",
                     playbook="playbooks/network_operator.yml")
     assert alone.rc != 0

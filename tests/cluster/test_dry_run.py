@@ -6,7 +6,8 @@ installed first (the upstream CRDs in ../shared/upstream and local_gpu_cluster/f
 the bundle's Namespaces applied for real (so PodSecurity admission judges the pods in them under the
 namespace's own level), then every other object dry-run on the server: structural schemas, defaulting,
 field validation (Strict) and admission, none of which our fake API server can decide. A kind whose CRD we
-do not have is not proven and is reported as skipped with its name.
+do not have is not proven and is reported as skipped with its name. The dry-runs go with a credential of their own
+(``RUN_USER``), and the API server's audit log shows they wrote nothing.
 """
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from local_gpu_cluster.audit import describe
 from tests.conftest import SHARED
 from local_gpu_cluster.paths import FIXTURE_CRDS_DIR
-from local_gpu_cluster.testing import ROOT, delete_crds, wait_established
+from local_gpu_cluster.testing import ROOT, RUN_USER, delete_crds, wait_established
 
 KUBECTL = ROOT / "tools" / "bin" / "kubectl"
 FIXTURE_CRDS = FIXTURE_CRDS_DIR
@@ -85,6 +87,15 @@ def crd_cluster(local_cluster, tmp_path_factory):
         assert failed is None, failed.stderr
 
 
+def assert_nothing_written(cluster, mark, names):
+    """The audit log's verdict on the dry-runs sent with the run's credential since ``mark``: no write, and a
+    server-side dry-run of each object named in ``names`` (so the credential was the one used)."""
+    written = cluster.audit.writes(mark, user=RUN_USER)
+    assert written == [], "the server-side dry-runs wrote:\n" + describe(written)
+    dry = {r.name for r in cluster.audit.writes(mark, user=RUN_USER, dry_run=True)}
+    assert set(names) <= dry, "no dry-run of %s in the audit log" % sorted(set(names) - dry)
+
+
 def objects(folder):
     """(file name, object) for every Kubernetes object the folder's kustomization.yaml lists; at the bundle's root,
     those of the unit folders its Flux Kustomizations apply (but the smoke tests, read on their own)."""
@@ -106,7 +117,8 @@ def test_every_rendered_object_passes_a_server_side_dry_run(crd_cluster, rendere
     docs = list(objects(rendered)) + list(objects(rendered / "smoke"))
     assert len(docs) > 30, "the bundle is too small to be the whole platform: %s" % [n for n, d in docs]
     namespaces = [doc for name, doc in docs if doc["kind"] == "Namespace"]
-    created = []
+    created, tried = [], []
+    run = cluster.kubeconfig_for(RUN_USER)  # the dry-runs' own credential: the audit log judges what they wrote
     try:
         for namespace in namespaces:  # as a reconciler does: Namespaces first, for real
             proc = kubectl(cluster.kubeconfig, home, "apply", "--server-side", "--field-manager=gpu-platform-tests",
@@ -114,6 +126,7 @@ def test_every_rendered_object_passes_a_server_side_dry_run(crd_cluster, rendere
             assert proc.returncode == 0, proc.stderr
             created.append(namespace["metadata"]["name"])
         unproven, refused, passed = [], [], []
+        mark = cluster.audit.mark()
         for name, doc in docs:
             if doc["kind"] == "Namespace":
                 continue
@@ -122,11 +135,13 @@ def test_every_rendered_object_passes_a_server_side_dry_run(crd_cluster, rendere
             if not builtin and (group, doc["kind"]) not in kinds:
                 unproven.append("%s (%s %s: no CRD of it here)" % (name, doc["apiVersion"], doc["kind"]))
                 continue
-            proc = kubectl(cluster.kubeconfig, home, "apply", "--server-side", "--dry-run=server",
+            proc = kubectl(run, home, "apply", "--server-side", "--dry-run=server",
                            "--field-manager=gpu-platform", "-f", "-", stdin=json.dumps(doc))
+            tried.append(doc["metadata"]["name"])
             (passed if proc.returncode == 0 else refused).append("%s: %s" % (name, proc.stderr.strip()))
         assert refused == [], "\n".join(refused)
         assert len(passed) > 30
+        assert_nothing_written(cluster, mark, tried)
         UNPROVEN[:] = unproven
     finally:
         if created:
@@ -167,13 +182,15 @@ def test_smoke_pods_are_admitted_under_their_namespaces_podsecurity_level(crd_cl
         templates = list(pod_templates(smoke.values()))
         assert len(templates) >= len([d for d in smoke.values() if d["kind"] == "Job"])
         refused = []
+        run, mark = cluster.kubeconfig_for(RUN_USER), cluster.audit.mark()
         for name, spec in templates:
             pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name[:63], "namespace": test_ns},
                    "spec": spec}
-            proc = kubectl(cluster.kubeconfig, home, "apply", "--server-side", "--dry-run=server", "-f", "-",
+            proc = kubectl(run, home, "apply", "--server-side", "--dry-run=server", "-f", "-",
                            stdin=json.dumps(pod))
             if proc.returncode != 0:
                 refused.append("%s: %s" % (name, proc.stderr.strip()))
         assert refused == [], "\n".join(refused)
+        assert_nothing_written(cluster, mark, [name[:63] for name, spec in templates])
     finally:
         kubectl(cluster.kubeconfig, home, "delete", "namespace", "--wait=false", test_ns)

@@ -18,31 +18,31 @@ from ansible_collections.gpu_platform.cluster.plugins.filter.gpu_hosts import ho
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.host_checks import probe
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import host_probe
+from local_gpu_cluster.audit import describe
 from local_gpu_cluster.fleet import TOOLKIT_DROP_IN, declared_hardware
 from local_gpu_cluster.charts import helm_env
 from local_gpu_cluster.node_agent_probe import PROBE
-from local_gpu_cluster.testing import ROOT, _session_cluster, kubectl
+from local_gpu_cluster.testing import ROOT, RUN_USER, _session_cluster, kubectl
 from tests.modules import test_gpu_host_checks as trees
 from tests.playbooks.conftest import PlayResult, site_env
 
 pytestmark = pytest.mark.slow
 INVENTORY = ROOT / "inventories" / "cluster"
 IMAGE = "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"
+# The only writes a run refused by the host preflight may make: the probe's own namespace, Jobs and pods, which it
+# creates and removes by design.
+PROBE_WRITES = [("namespaces", probe.NAMESPACE), ("jobs", probe.NAMESPACE), ("pods", probe.NAMESPACE)]
 
 
 def _nodes(cluster):
     return json.loads(kubectl(cluster, "get", "nodes", "-o", "json").stdout)["items"]
 
 
-def _state(cluster):
-    """What a write would change: the namespaces, helm's release records, and any object of the probe left."""
-    namespaces = sorted(n["metadata"]["name"] for n in json.loads(
-        kubectl(cluster, "get", "namespaces", "-o", "json").stdout)["items"])
-    releases = sorted(s["metadata"]["name"] for s in json.loads(kubectl(
-        cluster, "get", "secrets", "-A", "-l", "owner=helm", "-o", "json").stdout)["items"])
-    left = [o["metadata"]["name"] for o in json.loads(kubectl(
+def _left(cluster):
+    """What the probe left on the cluster: its namespace, and any of its Jobs and pods."""
+    namespace = kubectl(cluster, "get", "namespace", probe.NAMESPACE, "--ignore-not-found", "-o", "name").stdout.split()
+    return namespace + ["%s/%s" % (o["kind"], o["metadata"]["name"]) for o in json.loads(kubectl(
         cluster, "get", "jobs,pods", "-A", "-l", PROBE, "-o", "json").stdout)["items"]]
-    return {"namespaces": namespaces, "releases": releases, "probe_objects": left}
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +77,9 @@ def test_the_probe_job_gives_the_ssh_finding_writes_nothing_and_leaves_nothing(d
     drifted, clean = _gpu_nodes(drift_cluster)
     assert len(drifted) == 1 and len(clean) == 2
     drifted_node = drifted[0]
-    before = _state(drift_cluster)
-    result, elapsed = _site(drift_cluster, tmp_path, "-e", "gpu_platform_host_probe=true")
+    mark = drift_cluster.audit.mark()
+    result, elapsed = _site(drift_cluster, tmp_path, "-e", "gpu_platform_host_probe=true",
+                            "-e", "gpu_platform_kubeconfig=" + drift_cluster.kubeconfig_for(RUN_USER))
     assert result.failed == 1
     task = next(t["task"] for play in result.data["plays"] for t in play["tasks"]
                 if t["task"]["name"].endswith("through read-only probe Jobs (the host preflight without SSH)"))
@@ -97,8 +98,14 @@ def test_the_probe_job_gives_the_ssh_finding_writes_nothing_and_leaves_nothing(d
     assert line in messages[0], messages[0]
     assert [entry for entry in messages[0].splitlines()[1:] if not entry.startswith(drifted_node + ":")] == [], \
         "only the drifted node has a blocking finding: %s" % messages[0]
-    assert _state(drift_cluster) == before  # nothing written, the probe's namespace and Jobs gone
-    assert probe.NAMESPACE not in before["namespaces"]
+    # nothing written but the probe's own objects, judged by the API server's audit log; the probe's writes are
+    # there, under the run's credential (the run used it), and what it made is gone
+    written = drift_cluster.audit.writes(mark, user=RUN_USER, allow=PROBE_WRITES)
+    assert written == [], "the refused run wrote:\n" + describe(written)
+    probe_writes = {(r.verb, r.resource) for r in drift_cluster.audit.writes(mark, user=RUN_USER)}
+    assert {resource for verb, resource in probe_writes} >= {"namespaces", "jobs"}, probe_writes
+    assert ("delete", "namespaces") in probe_writes, probe_writes
+    assert _left(drift_cluster) == []
 
 
 def test_the_probe_on_clean_nodes_its_runtime(drift_cluster):

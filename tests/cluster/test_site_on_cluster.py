@@ -20,9 +20,10 @@ import pytest
 from kubernetes import config, dynamic
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
+from local_gpu_cluster.audit import describe
 from local_gpu_cluster.charts import helm_env
-from tests.corpus.test_site_inputs import FIVE
-from local_gpu_cluster.testing import ROOT
+from local_gpu_cluster.testing import ROOT, RUN_USER, kubectl
+from tests.corpus.test_site_inputs import EXACT, FIVE
 from tests.playbooks.conftest import PlayResult, site_env
 
 pytestmark = pytest.mark.slow
@@ -49,9 +50,13 @@ class Site:
         client = config.new_client_from_config(config_file=cluster.kubeconfig)
         self.dyn = dynamic.DynamicClient(client)
 
-    def run(self, playbook="site.yml", *args):
+    def run(self, playbook="site.yml", *args, user=None):
+        """``ansible-playbook`` on the cluster; with ``user``, the run reaches it with that user's credential
+        (``LocalCluster.kubeconfig_for``), so the audit log tells its requests from everyone else's."""
         command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(INVENTORY),
                    str(ROOT / playbook), *args]
+        if user:
+            command += ["-e", "gpu_platform_kubeconfig=" + self.cluster.kubeconfig_for(user)]
         proc = subprocess.run(command, env=self.env, capture_output=True, text=True, cwd=str(ROOT), check=False,
                               timeout=1200)
         return PlayResult(proc)
@@ -81,40 +86,69 @@ def releases(site, name, namespace):
     return sorted((int(s["metadata"]["labels"]["version"]), s["metadata"]["labels"]["status"]) for s in secrets)
 
 
-def _snapshot(site):
-    """What a write of site.yml would change: the platform's namespaces, the Secrets and ConfigMaps in them (helm's
-    releases, the sharing configs) by resourceVersion, and the platform's custom resources by generation (their status
-    is the operators'). Taken once no namespace is still going (an earlier test's uninstall)."""
-    deadline = time.monotonic() + 120
-    while any(n.get("status", {}).get("phase") == "Terminating" for n in site.list("v1", "Namespace")) \
-            and time.monotonic() < deadline:
-        time.sleep(1)
-    ours = [n["metadata"]["name"] for n in site.list("v1", "Namespace") if n["metadata"]["name"] in OUR_NAMESPACES]
-    found = {"namespaces": sorted(ours)}
-    for kind in ("Secret", "ConfigMap"):
-        found[kind] = sorted((o["metadata"]["namespace"], o["metadata"]["name"], o["metadata"]["resourceVersion"])
-                             for namespace in ours for o in site.list("v1", kind, namespace))
-    for api_version, kind in (("nvidia.com/v1", "ClusterPolicy"), ("mellanox.com/v1alpha1", "NicClusterPolicy")):
-        found[kind] = sorted((o["metadata"]["name"], o["metadata"].get("generation")) for o in site.list(api_version, kind))
-    return found
-
-
 @pytest.mark.parametrize("case", sorted(FIVE))
 def test_a_preflight_refusal_writes_nothing_to_the_real_api_server(site, case):
     """Issue 32's five inputs, in direct mode on the local control plane before anything is installed: site.yml fails
-    in checks.yml with the one line naming the variable, and no object is created or changed."""
-    before = _snapshot(site)
-    result = site.run("site.yml", "-e", json.dumps(FIVE[case]))
+    in checks.yml with the one line naming the variable (the exact text of tests/corpus/test_site_inputs.py), and the
+    API server's audit log has no write of the run's credential (any object, any namespace, cluster-scoped ones and
+    node labels included)."""
+    mark = site.cluster.audit.mark()
+    result = site.run("site.yml", "-e", json.dumps(FIVE[case]), user=RUN_USER)
     assert result.failed == 1
     messages = result.failure_messages()
-    assert len(messages) == 1 and messages[0].startswith(next(iter(FIVE[case])) + ": "), messages
+    assert messages == [EXACT[case]]
     assert "Finalization of task args" not in result.stdout
-    assert _snapshot(site) == before
+    written = site.cluster.audit.writes(mark, user=RUN_USER)
+    assert written == [], "the refused run wrote:\n" + describe(written)
+    assert site.cluster.audit.requests(mark, user=RUN_USER), "the run read nothing with its own credential"
+
+
+def test_the_audit_log_names_the_writes_the_old_snapshot_missed(site):
+    """What the refusal test compared before the audit log judged it: the platform's namespaces, the Secrets and
+    ConfigMaps in them by resourceVersion, and the ClusterPolicy's and NicClusterPolicy's generations. A node's label,
+    a team's namespace and a cluster-scoped object written with the run's credential leave that snapshot equal; the
+    audit log names each of them, and leaves out a server-side dry-run, which writes nothing."""
+    def old_snapshot():
+        ours = [n["metadata"]["name"] for n in site.list("v1", "Namespace") if n["metadata"]["name"] in OUR_NAMESPACES]
+        found = {"namespaces": sorted(ours)}
+        for kind in ("Secret", "ConfigMap"):
+            found[kind] = sorted((o["metadata"]["namespace"], o["metadata"]["name"], o["metadata"]["resourceVersion"])
+                                 for namespace in ours for o in site.list("v1", kind, namespace))
+        for api_version, kind in (("nvidia.com/v1", "ClusterPolicy"), ("mellanox.com/v1alpha1", "NicClusterPolicy")):
+            found[kind] = sorted((o["metadata"]["name"], o["metadata"].get("generation"))
+                                 for o in site.list(api_version, kind))
+        return found
+
+    run = ("--kubeconfig", site.cluster.kubeconfig_for(RUN_USER))
+    node = sorted(n["metadata"]["name"] for n in site.list("v1", "Node"))[0]
+    before, mark = old_snapshot(), site.cluster.audit.mark()
+    try:
+        kubectl(site.cluster, *run, "label", "node", node, "audit.gpu-platform.io/seen=yes")
+        kubectl(site.cluster, *run, "create", "namespace", "audit-team-a")
+        kubectl(site.cluster, *run, "create", "clusterrole", "audit-seen", "--verb=get", "--resource=pods")
+        kubectl(site.cluster, *run, "create", "namespace", "audit-dry-run", "--dry-run=server")
+        written = site.cluster.audit.writes(mark, user=RUN_USER)
+        assert old_snapshot() == before, "the old snapshot saw a change"
+        assert [(r.verb, r.resource, r.name, r.code) for r in written] == [
+            ("patch", "nodes", node, 200), ("create", "namespaces", "audit-team-a", 201),
+            ("create", "clusterroles", "audit-seen", 201)], describe(written)
+        assert [(r.resource, r.name) for r in site.cluster.audit.writes(mark, user=RUN_USER, dry_run=True)] == [
+            ("namespaces", "audit-dry-run")]
+    finally:  # with the admin's credential, as the tests' own writes are
+        kubectl(site.cluster, "label", "node", node, "audit.gpu-platform.io/seen-", check=False)
+        kubectl(site.cluster, "delete", "namespace", "audit-team-a", "--ignore-not-found", "--wait=false", check=False)
+        kubectl(site.cluster, "delete", "clusterrole", "audit-seen", "--ignore-not-found", check=False)
 
 
 def test_site_converges_on_the_real_api_server_then_changes_nothing(site):
-    first = site.run("site.yml")
+    mark = site.cluster.audit.mark()
+    first = site.run("site.yml", user=RUN_USER)
     assert first.failed == 0, first.failure_details() or first.debug_text()
+    end = site.cluster.audit.mark()
+    everyone, run = site.cluster.audit.requests(mark, end), site.cluster.audit.requests(mark, end, user=RUN_USER)
+    print("audit log during site.yml: %d requests (%d writes), %d of them the run's (%d writes); %s bytes"
+          % (len(everyone), len([r for r in everyone if r.is_write]), len(run), len([r for r in run if r.is_write]),
+             end.offset - mark.offset if end.inode == mark.inode else "(rotated)"))
     assert first.changed > 0
     policy = site.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
     assert policy["status"]["state"] == "ready"
@@ -176,9 +210,16 @@ def test_site_converges_on_the_real_api_server_then_changes_nothing(site):
     assert second.failed == 0, second.failure_messages()
     assert second.changed == 0, second.changed_tasks()
 
-    check = site.run("site.yml", "--check")
+    # --check writes nothing: judged by the API server's audit log, not by what the run reports. Its server-side
+    # dry-runs (dryRun=All) write nothing and are left out; the run's reads show it used the credential it was given.
+    mark = site.cluster.audit.mark()
+    check = site.run("site.yml", "--check", user=RUN_USER)
     assert check.failed == 0, check.failure_messages()
     assert check.changed == 0, check.changed_tasks()
+    written = site.cluster.audit.writes(mark, user=RUN_USER)
+    assert written == [], "site.yml --check wrote:\n" + describe(written)
+    assert [r for r in site.cluster.audit.requests(mark, user=RUN_USER) if r.verb in ("get", "list")], \
+        "the check run read nothing with its own credential"
 
     # molecule/cluster's verify step on the same converged cluster: that scenario (make molecule-cluster) runs the
     # same inventory through the same converge, idempotence and check, so make test runs its checks here instead of

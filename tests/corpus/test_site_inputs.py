@@ -11,8 +11,8 @@ The cases: the five inputs that were refused only after other layers wrote (issu
 the roles give nic_cluster_policy, helm_pinned_release and node_labels from the inventory, and one wrong value for
 every option of each enabled layer role's argument spec whose type or choices can be wrong (one run per role, every
 option named; peermem's with a cloud image owning the driver, so that its loader is on). The control: the same
-inventory unchanged converges. The five inputs also run on a fake cluster
-(direct mode, tests/playbooks/test_site_preflight.py): no API write.
+inventory unchanged converges. The five inputs also run on the local control plane
+(direct mode, tests/cluster/test_site_on_cluster.py): the same text, and no write in the API server's audit log.
 
 The runs are independent, so they run side by side (a few at a time) the first time a test asks for one.
 """
