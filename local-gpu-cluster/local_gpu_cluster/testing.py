@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -37,6 +37,8 @@ GITOPS_DIR = ROOT / "build" / "test-cluster-gitops"
 @dataclass
 class LocalCluster:
     dir: Path
+    # the fleet it was started with (CLUSTER_PROFILE, CLUSTER_GPU_NODES), kept for every later command on it
+    settings: dict = field(default_factory=dict)
 
     @property
     def kubeconfig(self) -> str:
@@ -77,6 +79,7 @@ class LocalCluster:
     def env(self, base=None) -> dict:
         """The environment for a command that manages this cluster (CLUSTER_DIR set)."""
         env = dict(os.environ if base is None else base)
+        env.update(self.settings)
         env["CLUSTER_DIR"] = str(self.dir)
         return env
 
@@ -180,9 +183,15 @@ def cluster_command(*args, env=None, timeout=1800):
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def _session_cluster(directory, *up_args):
-    """Start a cluster in ``directory`` (clean), yield it, stop it at the end unless asked to keep it."""
-    cluster = LocalCluster(Path(directory))
+def fleet_cluster(directory, profile=None, gpu_nodes=None, *up_args):
+    """A cluster of the fleet ``profile`` (the default fleet if None) with ``gpu_nodes`` GPU nodes in ``directory``:
+    started clean, yielded, stopped at the end unless ``GPU_PLATFORM_TEST_CLUSTER_KEEP=1``. A generator, for a fixture
+    of the scope its tests can share it for (``yield from fleet_cluster(...)``); a cluster that does not start fails
+    the tests that need it, with the command's own message."""
+    settings = {"CLUSTER_PROFILE": profile} if profile else {}
+    if gpu_nodes is not None:
+        settings["CLUSTER_GPU_NODES"] = str(gpu_nodes)
+    cluster = LocalCluster(Path(directory), settings)
     env = cluster.env()
     cluster_command("down", env=env)  # a cluster left by a session that was killed: start clean
     proc = cluster_command("up", *up_args, env=env)
@@ -197,13 +206,13 @@ def _session_cluster(directory, *up_args):
 @pytest.fixture(scope="session")
 def local_cluster():
     """The session's local control plane (started here, stopped at the end)."""
-    yield from _session_cluster(os.environ.get("GPU_PLATFORM_TEST_CLUSTER_DIR") or DEFAULT_DIR)
+    yield from fleet_cluster(os.environ.get("GPU_PLATFORM_TEST_CLUSTER_DIR") or DEFAULT_DIR)
 
 
 @pytest.fixture(scope="session")
 def local_cluster_gitops():
     """The session's local control plane with the Flux controllers and the git server (``up --gitops``)."""
-    yield from _session_cluster(os.environ.get("GPU_PLATFORM_TEST_GITOPS_CLUSTER_DIR") or GITOPS_DIR, "--gitops")
+    yield from fleet_cluster(os.environ.get("GPU_PLATFORM_TEST_GITOPS_CLUSTER_DIR") or GITOPS_DIR, None, None, "--gitops")
 
 
 # The local control planes live in fixed folders under the project's build/ and run for as long as the

@@ -28,7 +28,7 @@ from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 from local_gpu_cluster.audit import describe
 from local_gpu_cluster.fleet import declared_hardware
 from local_gpu_cluster.charts import helm_env
-from local_gpu_cluster.testing import ROOT, RUN_USER, _session_cluster, cluster_command
+from local_gpu_cluster.testing import ROOT, RUN_USER, cluster_command, fleet_cluster
 from tests.playbooks.conftest import PlayResult, site_env
 
 pytestmark = pytest.mark.slow
@@ -40,12 +40,7 @@ BARE_DOMAINS = ("nvidia.com/", "feature.node.kubernetes.io/")
 
 def _profile_cluster(profile, directory):
     """A fresh cluster of ``profile`` (GPU_NODES GPU nodes) in build/<directory>, for one module."""
-    os.environ["CLUSTER_PROFILE"], os.environ["CLUSTER_GPU_NODES"] = profile, str(GPU_NODES)
-    try:
-        yield from _session_cluster(ROOT / "build" / directory)
-    finally:
-        os.environ.pop("CLUSTER_PROFILE", None)
-        os.environ.pop("CLUSTER_GPU_NODES", None)
+    yield from fleet_cluster(ROOT / "build" / directory, profile, GPU_NODES)
 
 
 @pytest.fixture(scope="module")

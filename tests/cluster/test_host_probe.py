@@ -22,7 +22,7 @@ from local_gpu_cluster.audit import describe
 from local_gpu_cluster.fleet import TOOLKIT_DROP_IN, declared_hardware
 from local_gpu_cluster.charts import helm_env
 from local_gpu_cluster.node_agent_probe import PROBE
-from local_gpu_cluster.testing import ROOT, RUN_USER, _session_cluster, kubectl
+from local_gpu_cluster.testing import ROOT, RUN_USER, fleet_cluster, kubectl
 from tests.modules import test_gpu_host_checks as trees
 from tests.playbooks.conftest import PlayResult, site_env
 
@@ -49,12 +49,7 @@ def _left(cluster):
 def drift_cluster():
     """A fresh cluster of the ``host-drift`` profile (3 GPU nodes: two training hosts, clean, and one inference host
     with the toolkit's drop-in above its root config's version), for this module."""
-    os.environ["CLUSTER_PROFILE"], os.environ["CLUSTER_GPU_NODES"] = "host-drift", "3"
-    try:
-        yield from _session_cluster(ROOT / "build" / "test-cluster-host-drift")
-    finally:
-        os.environ.pop("CLUSTER_PROFILE", None)
-        os.environ.pop("CLUSTER_GPU_NODES", None)
+    yield from fleet_cluster(ROOT / "build" / "test-cluster-host-drift", "host-drift", 3)
 
 
 def _gpu_nodes(cluster):
