@@ -218,8 +218,13 @@ class Watcher:
                 self.runner.log("%s: resourceVersion %s expired; listing again" % (self.name, resource_version))
                 resource_version = None
             except NotServed:
+                # The kind went away (its CRD was deleted). Discovery may still name it for a while, so the look-up
+                # just above would answer "served" at once and the next list fail again: without this pause the
+                # loop spun on a 404 with no wait, burning a core between this process and the API server for as
+                # long as the cluster ran after an uninstall.
                 self._gone()
                 resource_version = None
+                self._stopped.wait(self.poll)
             except Exception as exc:  # noqa: BLE001 - a broken connection: resume after a pause
                 if self._stopped.is_set():
                     break

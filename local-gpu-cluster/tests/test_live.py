@@ -153,6 +153,38 @@ def _health(port):
         return None, ""
 
 
+def test_a_kind_that_went_away_is_looked_for_again_only_every_poll(monkeypatch):
+    """After a CRD is deleted, discovery can still name its kind while a list of it answers 404: the watcher must
+    wait ``poll`` between tries, not spin on the 404 (it did, keeping a core busy after every uninstall)."""
+    from local_gpu_cluster import live as live_module
+    lists = []
+
+    class _Store:
+        def preferred(self, group, kind):
+            return type("RType", (), {"api_version": "example.com/v1", "store_key": ("example.com", "Widget")})()
+
+        def list_raw(self, rtype):
+            lists.append(time.monotonic())
+            raise live_module.NotServed("example.com/v1 Widget is not served")
+
+    class _Runner:
+        store = _Store()
+
+        def log(self, *args, **kwargs):
+            pass
+
+        def submit(self, fn):
+            fn()
+
+        submit_event = submit
+
+    watcher = live_module.Watcher(_Runner(), "example.com", "Widget", poll=0.2).start()
+    time.sleep(1.0)
+    watcher.stop()
+    assert 2 <= len(lists) <= 7, "%d lists in 1 s with a poll of 0.2 s" % len(lists)
+    assert all(b - a >= 0.15 for a, b in zip(lists, lists[1:])), lists
+
+
 def test_command_line_serves_healthz_and_stops_on_sigterm(fake, tmp_path):
     port = pick_ports(("health",))["health"]
     (tmp_path / "logs").mkdir()
