@@ -230,3 +230,71 @@ def pytest_collection_modifyitems(items):
         if CLUSTER_FIXTURES.intersection(getattr(item, "fixturenames", ())) or item.get_closest_marker("real_cluster"):
             item.add_marker(pytest.mark.local_control_plane)
             item.add_marker(pytest.mark.xdist_group("local-control-plane"))
+    # The modules that use the session's cluster first, each module whole and in its own order: that cluster can then
+    # stop after the last of them (below) instead of idling beside every other module's cluster to the end.
+    modules = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    first = [m for m, its in modules.items() if any(_ClusterUsers.uses(i, "local_cluster") for i in its)]
+    items[:] = [i for m in first for i in modules[m]] + [i for m, its in modules.items() if m not in first for i in its]
+
+
+# ---------------------------------------------------------------- a cluster stops when its last test is done
+#
+# A cluster fixture lives as long as its scope: a module's clusters all run until the module's last test, and the
+# session's until the session ends, though most of its tests came early. An idle cluster is not free (its API
+# server, controllers, operators and agents keep part of a core busy), and on two cores the lane runs at the speed of
+# what is left. So, in a session without xdist, each cluster of CLUSTER_FIXTURES is stopped as soon as no test left in
+# the session uses it (by its fixture, or, for the session's local_cluster, by the real_cluster marker of a test that
+# asks for it at run time). Stopping is cluster-down, which the fixture's own end repeats harmlessly.
+
+class _ClusterUsers:
+    """The session's items in their order, and the clusters their fixtures started (by fixture name and folder)."""
+
+    def __init__(self):
+        self.items, self.started, self.stopped = [], {}, set()
+
+    @staticmethod
+    def uses(item, name):
+        return name in getattr(item, "fixturenames", ()) or (
+            name == "local_cluster" and item.get_closest_marker("real_cluster") is not None)
+
+    def record(self, item):
+        """After ``item``'s set-up: the clusters of CLUSTER_FIXTURES it got."""
+        for name in CLUSTER_FIXTURES.intersection(getattr(item, "funcargs", {})):
+            value = item.funcargs[name]
+            if isinstance(value, LocalCluster):
+                self.started.setdefault((name, str(value.dir)), value)
+
+    def stop_unused(self, item):
+        """After ``item``: stop every started cluster that no later item of the session uses; returns their keys."""
+        try:
+            later = self.items[self.items.index(item) + 1:]
+        except ValueError:
+            return []
+        done = [key for key in self.started if key not in self.stopped
+                and not any(self.uses(other, key[0]) for other in later)]
+        for key in done:
+            self.stopped.add(key)
+            cluster_command("down", env=self.started[key].env())
+        return done
+
+
+_USERS = _ClusterUsers()
+
+
+def pytest_collection_finish(session):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        _USERS.items = list(session.items)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    yield
+    _USERS.record(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):  # pylint: disable=unused-argument
+    yield
+    _USERS.stop_unused(item)
