@@ -197,3 +197,9 @@ def test_the_host_preflights_fixes_are_reused(check_id, text):
 def test_bad_evidence_is_refused(evidence, match):
     with pytest.raises(ParamError, match=match):
         diagnose(evidence)
+
+
+def test_the_docs_name_every_id():
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[2] / "docs" / "diagnose.md").read_text(encoding="utf-8")
+    assert [i for i in IDS if "### `%s`" % i not in text] == []
