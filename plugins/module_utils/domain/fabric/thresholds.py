@@ -80,4 +80,3 @@ def floors(node_type, overrides=None, field="node_type"):
 def table(overrides=None):
     """Every node type's floors, by name."""
     return {name: floors(name, overrides) for name in node_types.known()}
-
