@@ -3,7 +3,8 @@
 For N GPU nodes (powers of two up to 1,024 and a few odd counts) and one bad node at several positions, it drives
 the search round by round (a test fails when it holds the bad node) and prints the rounds and tests it took (median,
 max over the positions), the bound 2*ceil(log2 N)+2 on rounds, the rounds every pair takes (N-1, or N when N is
-odd, a node in one test at a time), the exhaustive N(N-1)/2 pairs and the ratio of tests to them; then the same with no bad node and with two. Pure simulation: it times nothing and asserts nothing.
+odd, a node in one test at a time), the exhaustive N(N-1)/2 pairs and the ratio of tests to them; then the same
+with no bad node and with two. Pure simulation: it times nothing and asserts nothing.
 
     python bench/fabric_bisect.py
     python bench/fabric_bisect.py --nodes 8 232 1024 --positions 16

@@ -147,8 +147,8 @@ NEAR_MISSES = [
     # OOMKilled, but not the operator
     {"pods": [pod("train-0", ns="default", containers=[{"name": "main", "last_state": "OOMKilled"}])]},
     # the peermem container restarted once and runs
-    {"pods": [pod("nvidia-driver-daemonset-abc", containers=[{"name": "nvidia-peermem-ctr", "state": "running",
-                                                               "restarts": 1}])]},
+    {"pods": [pod("nvidia-driver-daemonset-abc",
+                  containers=[{"name": "nvidia-peermem-ctr", "state": "running", "restarts": 1}])]},
     # a tainted GPU node whose taint the DaemonSet tolerates
     {"nodes": [gpu_node(taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])],
      "daemonsets": [{"namespace": NS, "name": "nvidia-device-plugin-daemonset", "desired": 0,
