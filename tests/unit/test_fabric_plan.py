@@ -152,6 +152,8 @@ def test_bad_nodes_are_refused(nodes, match):
      r"results\[0\].result: 'ok' is not a result. Fix: use pass, fail or error"),
     ([{"pair": ["a", "b"], "result": "pass"}, {"pair": ["b", "a"], "result": "pass"}], "a-b has two results"),
     ("pass", "results: 'pass' is not a list"),
+    ([{"pair": ["a", "b"], "result": "pass", "nics": {"a": {"mlx5_0": 390}}}, {"pair": ["c", "d"], "result": "pass"}],
+     r"results\[0\].nics: is not \{node: \{nic: \{gbps, floor, ok\}\}\}"),
 ])
 def test_bad_results_are_refused(results, match):
     with pytest.raises(ParamError, match=match):

@@ -135,6 +135,10 @@ def record(state, results):
             raise ParamError(field + ".pair", "%s has two results" % "-".join(wanted[key]), "give one result per pair")
         if item.get("result") not in (PASS, FAIL, ERROR):
             raise ParamError(field + ".result", "%r is not a result" % (item.get("result"),), "use pass, fail or error")
+        nics = item.get("nics") or {}
+        if not isinstance(nics, dict) or not all(isinstance(v, dict) and all(isinstance(m, dict) for m in v.values())
+                                                 for v in nics.values()):
+            raise ParamError(field + ".nics", "is not {node: {nic: {gbps, floor, ok}}}", "give verdict.judge's nics")
         got[key] = item
     missing = [wanted[key] for key in wanted if key not in got]
     if missing:
