@@ -35,6 +35,19 @@ CHECKS = {
     "acs-enabled": "gpu_platform.cluster issue 34",
     "gds-unsupported": "NVIDIA/gpu-operator#2911, NVIDIA/gpu-operator#2416",
 }
+# Fixes that domain.diagnose also gives when it finds the same failure on a running cluster (one text for both).
+CONTAINERD_SOURCE_FIX = ("set RUNTIME_CONFIG_SOURCE=file in gpu_operator_extra_values.toolkit.env (the toolkit then "
+                         "writes the root file's version), or migrate the root config to the current version")
+MIG_DRM_FIX = ("stop what uses the display (the display manager: systemctl isolate multi-user.target), unload them "
+               "(modprobe -r nvidia_drm nvidia_modeset) and keep nvidia_drm from loading at boot (blacklist it in "
+               "/etc/modprobe.d), or take this host out of the MIG pools")
+NOUVEAU_FIX = ("blacklist nouveau (blacklist nouveau and options nouveau modeset=0 in /etc/modprobe.d/"
+               "blacklist-nouveau.conf), rebuild the initramfs (update-initramfs -u or dracut -f) and reboot")
+SECURE_BOOT_SIGN_FIX = ("sign the module with a key enrolled in the MOK list (or install the distribution's signed "
+                        "modules), or turn Secure Boot off")
+HEADERS_OPERATOR_FIX = ("let the host own the driver (gpu_platform_driver_mode: host, with a driver installed on it), "
+                        "boot a kernel whose headers the mirror has, or set driver.usePrecompiled in "
+                        "gpu_operator_extra_values where NVIDIA publishes a precompiled driver for this kernel")
 # The OS the GPU Operator's GDS (nvidia-fs) and GDRCopy (gdrdrv) driver images are published for (gpu-operator#2911:
 # Ubuntu, and OpenShift's Red Hat CoreOS).
 GDS_OS = ("ubuntu", "rhcos")
@@ -128,8 +141,7 @@ def _containerd(checks, operator):
             "containerd %s.x with /etc/containerd/config.toml at version = %s" % (major, root_version),
             "the GPU Operator's container toolkit may write its drop-in at the version containerd config dump "
             "migrates to (3 or 4), higher than the root file's, and containerd then stops",
-            "set RUNTIME_CONFIG_SOURCE=file in gpu_operator_extra_values.toolkit.env (the toolkit then writes the "
-            "root file's version), or migrate the root config to the current version")]
+            CONTAINERD_SOURCE_FIX)]
     return []
 
 
@@ -150,9 +162,7 @@ def _mig(checks, platform):
             "mig-blocked-by-nvidia-drm", BLOCKING, "; ".join(holders),
             "MIG mode cannot change while the display modules hold the GPU: the MIG manager's reconfiguration fails "
             "and the GPU sharing layer's MIG pools never get their layout",
-            "stop what uses the display (the display manager: systemctl isolate multi-user.target), unload them "
-            "(modprobe -r nvidia_drm nvidia_modeset) and keep nvidia_drm from loading at boot (blacklist it in "
-            "/etc/modprobe.d), or take this host out of the MIG pools"))
+            MIG_DRM_FIX))
     if (checks.get("os") or {}).get("virtual"):
         out.append(_finding(
             "mig-reset-in-vm", WARNING, "the host is a virtual machine (its CPU flags say hypervisor)",
@@ -172,8 +182,7 @@ def _driver(checks, who, operator):
             "nouveau-loaded", BLOCKING, "the nouveau module is loaded",
             "nouveau holds the GPU, so the NVIDIA module (host_driver's or the GPU Operator's driver container's) "
             "cannot bind it and its install fails",
-            "blacklist nouveau (blacklist nouveau and options nouveau modeset=0 in /etc/modprobe.d/"
-            "blacklist-nouveau.conf), rebuild the initramfs (update-initramfs -u or dracut -f) and reboot"))
+            NOUVEAU_FIX))
     if who == "operator" and not driver.get("operator_root") and (driver.get("loaded") or driver.get("packages")):
         what = []
         if driver.get("loaded"):
@@ -207,8 +216,7 @@ def _driver(checks, who, operator):
             "Secure Boot is on and the loaded nvidia module is unsigned (taint E, or modinfo shows no signer)",
             "it loads only because module signatures are not enforced; a kernel that enforces them (lockdown) "
             "refuses it at the next boot and the node loses its GPUs",
-            "sign the module with a key enrolled in the MOK list (or install the distribution's signed modules), "
-            "or turn Secure Boot off"))
+            SECURE_BOOT_SIGN_FIX))
     return out
 
 
@@ -232,9 +240,7 @@ def _headers(checks, who, operator):
         why = ("the GPU Operator's driver container compiles the driver against this kernel's headers, fetched from "
                "the node's package mirror, and no precompiled driver is asked for: without them the driver never "
                "builds and the node gets no GPU")
-        fix = ("let the host own the driver (gpu_platform_driver_mode: host, with a driver installed on it), boot a "
-               "kernel whose headers the mirror has, or set driver.usePrecompiled in gpu_operator_extra_values where "
-               "NVIDIA publishes a precompiled driver for this kernel")
+        fix = HEADERS_OPERATOR_FIX
     else:
         why = ("host_driver installs linux-headers-%s so that DKMS builds the driver for the running kernel; "
                "the install fails without them" % release)

@@ -126,3 +126,29 @@ for _type_name, _facts in NODE_TYPES.items():
         "derived: %g x %d x %d Gb/s / 8 = %g GB/s (%s)"
         % (BUSBW_FRACTION, _facts["nics"], _facts["nic_gbps"], _facts["min_busbw_gbps"], _facts["source"])
         + ("; cross-checked with %s" % AKS_GUIDE_NCCL if _type_name == "nd-a100-v4" else ""))
+
+
+# -- Fabric validation floors (playbooks/fabric.yml, domain/fabric) ---------------------------------------------------
+# Per link type: the least per-port ib_write_bw (Gb/s, --report_gbits, 8 MB messages) a healthy NIC reaches. Azure's
+# node health checks hold these floors on these very VM sizes (upstream-2026-11 research, section 5.2).
+AZURE_NHC_NDR = ("https://github.com/Azure/azurehpc-health-checks conf/nd96isr_h100_v5.conf (ib_write_bw GDR, 8 MB, "
+                 "--report_gbits: 380 Gb/s per NDR port on ND H100 v5)")
+AZURE_NHC_HDR = ("https://github.com/Azure/azurehpc-health-checks conf/nd96asr_v4.conf (ib_write_bw GDR, 8 MB, "
+                 "--report_gbits: 180 Gb/s per HDR port on ND A100 v4)")
+LINK_TYPES = {
+    "NDR": {"gbps": 400, "ib_write_bw_gbps": 380.0, "source": AZURE_NHC_NDR},
+    "HDR": {"gbps": 200, "ib_write_bw_gbps": 180.0, "source": AZURE_NHC_HDR},
+}
+# Per node type: the least peak busbw (GB/s) of a two-node all_reduce_perf with NCCL_ALGO=Ring over sizes of 1 GB and
+# more. Ring keeps NVLink from carrying part of the reduction on two nodes, so the number measures the fabric
+# (NVIDIA/nccl-tests#196); FABRIC_BUSBW_FRACTION of the node's InfiniBand line rate, as NVIDIA's readiness engine
+# accepts about 92% of theoretical (NVIDIA/cluster-readiness-engine docs/designs/021-performance-threshold-enforcement.md).
+FABRIC_BUSBW_FRACTION = 0.9
+FABRIC_BUSBW_SOURCE = ("NCCL_ALGO=Ring so that two nodes measure the fabric (https://github.com/NVIDIA/nccl-tests/issues/"
+                       "196); about 92%% of theoretical is accepted (NVIDIA/cluster-readiness-engine docs/designs/"
+                       "021-performance-threshold-enforcement.md): %g x %d x %d Gb/s / 8 = %g GB/s (%s)")
+
+for _type_name, _facts in NODE_TYPES.items():
+    _facts["fabric_busbw_gbps"] = float(int(FABRIC_BUSBW_FRACTION * _facts["nics"] * _facts["nic_gbps"] / 8))
+    _facts["fabric_busbw_source"] = FABRIC_BUSBW_SOURCE % (
+        FABRIC_BUSBW_FRACTION, _facts["nics"], _facts["nic_gbps"], _facts["fabric_busbw_gbps"], _facts["source"])
