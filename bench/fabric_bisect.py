@@ -44,12 +44,12 @@ def positions(count, many):
 
 def row(count, cases):
     runs = [search(count, bad) for bad in cases]
-    rounds, tests = [r["rounds"] for r, _ in runs], [r["tests"] for r, _ in runs]
+    rounds, tests = [r["rounds"] for r, _found in runs], [r["tests"] for r, _found in runs]
     pairs = count * (count - 1) // 2
     return "| %s | %d | %g / %d | %d | %s | %g / %d | %s | %s | %d/%d |" % (
         "{:,}".format(count), len(cases), statistics.median(rounds), max(rounds), 2 * math.ceil(math.log2(count)) + 2,
         "{:,}".format(count - 1 if count % 2 == 0 else count), statistics.median(tests), max(tests), "{:,}".format(pairs),
-        "%.4f" % (max(tests) / pairs) if pairs else "-", sum(ok for _, ok in runs), len(runs))
+        "%.4f" % (max(tests) / pairs) if pairs else "-", sum(ok for _report, ok in runs), len(runs))
 
 
 def main():

@@ -13,6 +13,8 @@ type, ``busbw_gbps``. An override replaces the floor and becomes its source.
 
 from __future__ import annotations
 
+import math
+
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.network import node_types
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
@@ -21,9 +23,10 @@ NODE_KEYS = ("ib_write_bw_gbps", "busbw_gbps")
 LINK_KEYS = ("ib_write_bw_gbps",)
 
 
-def _number(field, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
-        raise ParamError(field, "%r is not a bandwidth" % (value,), "give a number of 0 or more, such as 380")
+def bandwidth(field, value, example="380"):
+    """``value`` as a bandwidth (a number of 0 or more, not NaN); a ParamError naming ``field`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
+        raise ParamError(field, "%r is not a bandwidth" % (value,), "give a number of 0 or more, such as %s" % example)
     return float(value)
 
 
@@ -55,7 +58,7 @@ def check_overrides(overrides):
             if item not in allowed:
                 raise ParamError("%s.%s" % (field, item), "is not a floor of a %s" % kind[:-1],
                                  "use %s" % " or ".join(allowed))
-            out[kind].setdefault(name, {})[item] = _number("%s.%s" % (field, item), values[item])
+            out[kind].setdefault(name, {})[item] = bandwidth("%s.%s" % (field, item), values[item])
     return out
 
 

@@ -14,15 +14,14 @@ what ``plan.record`` takes.
 
 from __future__ import annotations
 
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.fabric.thresholds import bandwidth
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 
 
 def _gbps(field, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
-        raise ParamError(field, "%r is not a bandwidth" % (value,), "give the measured number, such as 391.2")
-    return float(value)
+    return bandwidth(field, value, example="391.2")
 
 
 def judge(pair, measured, floors_by_node):
