@@ -14,12 +14,13 @@ pytest_plugins = ["local_gpu_cluster.fixtures", "local_gpu_cluster.repo_fixtures
 
 
 def pytest_configure(config):  # pylint: disable=unused-argument
-    """The collection's own clusters (tests/cluster/test_bare_fleet.py, test_host_probe.py), each a module-scoped
+    """The collection's own clusters (tests/cluster/test_bare_fleet.py, test_host_probe.py, the
+    hostile-input corpus's rows on a cluster), each a module-scoped
     cluster of a fleet profile: their tests run in the control-plane session too (local_gpu_cluster.testing)."""
     from local_gpu_cluster.testing import CLUSTER_FIXTURES  # noqa: PLC0415 - after pytest_plugins imported it
 
     CLUSTER_FIXTURES.update({"aks_cluster", "aks_fault_cluster", "aks_driver_cluster", "aks_nc_cluster",
-                             "baremetal_cluster", "drift_cluster"})
+                             "baremetal_cluster", "drift_cluster", "corpus_cluster"})
 
 
 @pytest.fixture(scope="session")

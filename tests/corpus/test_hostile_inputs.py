@@ -18,6 +18,9 @@ import pytest
 from local_gpu_cluster.controllers import MigManager, default_controllers
 from local_gpu_cluster.gpu_operator import NVIDIA_SMI
 from local_gpu_cluster.smoke import Outcome, SmokePods
+from local_gpu_cluster.audit import describe
+from local_gpu_cluster.fixtures import isolate_client_caches
+from local_gpu_cluster.testing import ROOT, RUN_USER, fleet_cluster
 from tests.modules.harness import run_module
 
 LONG = "a" * 300
@@ -187,7 +190,7 @@ def set_path(params, path, value):
     return params
 
 
-def case_params(module, mode, api, bundle, path=None, value=None, drop=()):
+def case_params(module, mode, kubeconfig, bundle, path=None, value=None, drop=()):
     params = copy.deepcopy(BASES[module])
     for name in drop:
         del params[name]
@@ -196,7 +199,7 @@ def case_params(module, mode, api, bundle, path=None, value=None, drop=()):
     if mode == "render":
         params["render_to"] = str(bundle)
     else:
-        params["kubeconfig"] = api.kubeconfig
+        params["kubeconfig"] = kubeconfig
     return params
 
 
@@ -264,7 +267,7 @@ def test_each_base_is_accepted_as_the_control(api, tmp_path, module, mode):
     helm_pinned_release's base names NVIDIA's chart repository, which this machine does not reach: on the cluster it
     runs in check mode, which reads the cluster and the release but fetches no chart."""
     bundle = tmp_path / "bundle" / "unit"
-    params = case_params(module, mode, api, bundle)
+    params = case_params(module, mode, api.kubeconfig, bundle)
     check_mode = module == "helm_pinned_release" and mode == "direct"
     failed, result = run_module(module, params, check_mode=check_mode)
     assert not failed, result.get("msg")
@@ -275,19 +278,73 @@ def test_each_base_is_accepted_as_the_control(api, tmp_path, module, mode):
         assert api.request_log, "the module did not reach the cluster"
 
 
-@pytest.mark.parametrize("module, path, value, named, drop, mode", CASES,
-                         ids=["%s-%s-%d-%s" % (c[0], c[1], i, c[5]) for i, c in enumerate(CASES)])
-def test_a_hostile_input_is_refused_naming_it_and_changes_nothing(api, tmp_path, module, path, value, named, drop,
-                                                                  mode):
-    params = case_params(module, mode, api, tmp_path / "bundle" / "unit", path, value, drop)
-    failed, result = run_module(module, params)
+DIRECT = [c for c in CASES if c[5] == "direct"]
+RENDERED = [c for c in CASES if c[5] == "render"]
+
+
+@pytest.fixture(scope="module")
+def corpus_cluster():
+    """A real control plane of its own for the rows on a cluster, bare (no chart repository, operators or agents: a
+    refused row needs nothing of them), stopped after this module's last test. Its audit log is the judge of
+    "sends no write": a row runs with a credential of its own, and no create, update, patch or delete of that
+    credential may reach the API server, on any object."""
+    yield from fleet_cluster(ROOT / "build" / "test-cluster-corpus", None, 1, "--bare")
+
+
+@pytest.fixture(scope="module")
+def corpus_kubeconfig(corpus_cluster):
+    return corpus_cluster.kubeconfig_for(RUN_USER)
+
+
+def _refused_naming(result, named):
     message = str(result.get("msg", ""))
-    assert failed, "accepted: %r" % (result,)
     assert names_option(message, named), "the message does not name %s: %s" % (named, message)
     assert "Traceback" not in message
-    assert api.writes() == [], "a write reached the cluster"
-    assert not (tmp_path / "bundle").exists() or not any(p.is_file() for p in (tmp_path / "bundle").rglob("*"))
+
+
+def _nothing_written_outside_render_to(tmp_path):
     # tmp/ and home/ hold the Kubernetes client's discovery cache (local_gpu_cluster/fixtures.isolate_client_caches).
     assert [p for p in tmp_path.rglob("*") if p.is_file() and "bundle" not in str(p)
             and not p.name.startswith("kubeconfig")
             and p.relative_to(tmp_path).parts[0] not in ("tmp", "home")] == [], "a file written outside render_to"
+
+
+@pytest.mark.parametrize("module, path, value, named, drop, mode", DIRECT,
+                         ids=["%s-%s-%d-%s" % (c[0], c[1], i, c[5]) for i, c in enumerate(DIRECT)])
+def test_a_hostile_input_on_a_cluster_is_refused_naming_it_and_writes_nothing(
+        corpus_cluster, corpus_kubeconfig, tmp_path, monkeypatch, module, path, value, named, drop, mode):
+    isolate_client_caches(tmp_path, monkeypatch)
+    params = case_params(module, mode, corpus_kubeconfig, tmp_path / "bundle" / "unit", path, value, drop)
+    mark = corpus_cluster.audit.mark()
+    failed, result = run_module(module, params)
+    assert failed, "accepted: %r" % (result,)
+    _refused_naming(result, named)
+    written = corpus_cluster.audit.writes(mark, user=RUN_USER)
+    assert written == [], "a write reached the API server:\n" + describe(written)
+    _nothing_written_outside_render_to(tmp_path)
+
+
+def test_the_rows_credential_reaches_the_cluster_and_its_writes_are_named(corpus_cluster, corpus_kubeconfig,
+                                                                          tmp_path, monkeypatch):
+    """The judge above is not idle: the rows' credential works on the cluster (a valid base applied with it), and
+    the audit log names that write under the credential, as it would name any row's."""
+    isolate_client_caches(tmp_path, monkeypatch)
+    mark = corpus_cluster.audit.mark()
+    failed, result = run_module("manifests", case_params("manifests", "direct", corpus_kubeconfig, tmp_path))
+    assert not failed, result.get("msg")
+    written = corpus_cluster.audit.writes(mark, user=RUN_USER)
+    assert [(w.verb, w.resource, w.namespace, w.name) for w in written] == [
+        ("patch", "configmaps", "default", "settings")], describe(written)
+
+
+@pytest.mark.parametrize("module, path, value, named, drop, mode", RENDERED,
+                         ids=["%s-%s-%d-%s" % (c[0], c[1], i, c[5]) for i, c in enumerate(RENDERED)])
+def test_a_hostile_input_to_render_is_refused_naming_it_and_writes_no_file(tmp_path, module, path, value, named,
+                                                                           drop, mode):
+    params = case_params(module, mode, None, tmp_path / "bundle" / "unit", path, value, drop)
+    assert "kubeconfig" not in params
+    failed, result = run_module(module, params)
+    assert failed, "accepted: %r" % (result,)
+    _refused_naming(result, named)
+    assert not (tmp_path / "bundle").exists() or not any(p.is_file() for p in (tmp_path / "bundle").rglob("*"))
+    _nothing_written_outside_render_to(tmp_path)
