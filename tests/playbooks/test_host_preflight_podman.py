@@ -1,6 +1,7 @@
 """The host preflight on real hosts: each bad state of issue 34 prepared on a podman host, and site.yml (direct mode,
-the fake GPU cluster) stops before any write to the cluster or the hosts, naming each host, its check's id and the
-fix; the clean host passes and the run goes on to the end.
+on the local control plane's real API server) stops before any write to the cluster (its audit log) or the hosts,
+naming each host, its check's id and the fix; the clean host passes and the run goes on to the end (on the fake GPU
+cluster, whose simulated operators converge it).
 
 Each host is a container of molecule/hosts' Debian bookworm image (scripts/build_host_image.sh), reached with
 ansible's podman connection (``containers.podman.podman``). A container's /proc and /sys are this machine's, so each
@@ -21,6 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import yaml
 
+from local_gpu_cluster.audit import describe
+from local_gpu_cluster.testing import RUN_USER
 from tests.playbooks.test_site_direct import NETWORK
 from tests.remote import ssh_host
 from tests.unit.host_trees import (acs_redirecting, clean_tree, default_route_on_mlx5, drop_in_higher, gds_on_debian,
@@ -138,7 +141,11 @@ def changed_on_hosts(before, after):
     return {host: sorted(set(before[host]) ^ set(after[host])) for host in after if before[host] != after[host]}
 
 
-def test_each_bad_host_stops_site_yml_before_any_write_and_the_clean_host_passes(direct_site, podman_hosts):
+def test_each_bad_host_stops_site_yml_before_any_write_and_the_clean_host_passes(direct_site, podman_hosts,
+                                                                                      local_cluster):
+    """The bad hosts' run goes to the real API server of the local control plane, with a credential of its own: its
+    audit log is the judge of "before any write". The clean host's run, which goes on to the end, installs on the
+    in-process fake cluster (its simulated operators), as the other direct-mode playbook tests do."""
     started = time.monotonic()
     runner, api, repo = direct_site()
     inventory = podman_hosts.start({**{host: spec[0] for host, spec in BAD.items()}, CLEAN: (no_driver,)})
@@ -146,9 +153,10 @@ def test_each_bad_host_stops_site_yml_before_any_write_and_the_clean_host_passes
     bad = {host: inventory[host] for host in BAD}
     with_hosts(runner, bad)
     before = podman_hosts.listings(list(inventory))
-    api.clear_log()
+    fake_kubeconfig = runner.group_vars["gpu_platform_kubeconfig"]
+    mark = local_cluster.audit.mark()
 
-    result = runner.run(**PLATFORM)
+    result = runner.run(**PLATFORM, gpu_platform_kubeconfig=local_cluster.kubeconfig_for(RUN_USER))
     bad_run = time.monotonic()
     assert result.rc != 0 and result.failed == 1, result.debug_text()
     for host in BAD:
@@ -164,13 +172,14 @@ def test_each_bad_host_stops_site_yml_before_any_write_and_the_clean_host_passes
         ["%s:" % host, "[%s]" % spec[1]] for host, spec in BAD.items()), lines
     for line in lines[1:]:
         assert ". Fix: " in line and "(see " in line, line
-    assert api.request_log, "the run never reached the API server"
-    assert api.writes() == [], api.writes()
+    assert local_cluster.audit.requests(mark, user=RUN_USER), "the run never reached the API server"
+    written = local_cluster.audit.writes(mark, user=RUN_USER)
+    assert written == [], describe(written)
     assert changed_on_hosts(before, podman_hosts.listings(list(bad))) == {}
 
     # The clean host alone: the preflight passes, and the run goes on to the end.
     with_hosts(runner, {CLEAN: inventory[CLEAN]})
-    result = runner.run()
+    result = runner.run(gpu_platform_kubeconfig=fake_kubeconfig)
     assert result.rc == 0, result.failure_details() or result.debug_text()
     said = result.result("What the host preflight checked")["msg"]
     assert said == ["Host preflight: %s checked; 0 blocking, 0 warning(s), skipped: none" % CLEAN], said
