@@ -141,8 +141,8 @@ def changed_on_hosts(before, after):
     return {host: sorted(set(before[host]) ^ set(after[host])) for host in after if before[host] != after[host]}
 
 
-def test_each_bad_host_stops_site_yml_before_any_write_and_the_clean_host_passes(direct_site, podman_hosts,
-                                                                                      local_cluster):
+def test_each_bad_host_stops_site_yml_before_any_write_and_the_clean_host_passes(
+        direct_site, podman_hosts, local_cluster):
     """The bad hosts' run goes to the real API server of the local control plane, with a credential of its own: its
     audit log is the judge of "before any write". The clean host's run, which goes on to the end, installs on the
     in-process fake cluster (its simulated operators), as the other direct-mode playbook tests do."""
