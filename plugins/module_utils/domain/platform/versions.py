@@ -132,7 +132,9 @@ RULES = (
     {"id": "aks-gpu-operator-26.3.3-network-operator-26.4.0-rdma",
      "when": {"gpu_operator": "==26.3.3", "network_operator": "==26.4.0", "features": ("rdma",)},
      "verdict": "works",
-     "reason": "the AKS RDMA/InfiniBand guide (Azure/aks-rdma-infiniband, commit b0a49c0e) pins GPU Operator "
+     "reason": "the AKS RDMA/InfiniBand guide (Azure/aks-rdma-infiniband: website/docs/configurations/"
+               "02-gpu-drivers.md, 01-network-operator.md and tests/setup-infra/deploy-aks.sh, since its commit "
+               "51c3c34a of 2026-07-14) pins GPU Operator "
                "v26.3.3 with Network Operator v26.4.0 for GPUDirect RDMA, and NVIDIA DeepOps 26.07 defaults to the "
                "same pair; NVIDIA's support matrix does not list it (its GPUDirect RDMA rows name Network Operator "
                "26.1.x and 25.x)",
