@@ -69,10 +69,27 @@ def seven_slice(gb_1, gb_1w, gb_3, gb_7, placed=False):
     )
 
 
+def driver_names(names, reported_by, source, driver=None):
+    """One spelling of a GPU's driver-dependent profile names: the names (in the order of the product's first
+    spelling), what reports them as the source says it (``reported_by``), the source, and the driver branch that
+    prints them (``driver``, such as ``R570``), None where no source states it."""
+    return {"names": list(names), "reported_by": reported_by, "source": source, "driver": driver}
+
+
 def product(key, labels, device_ids, memory_gb, table, balanced, source, slices=7, memory_slices=8,
-            placements_source=None, facts_source=None):
+            placements_source=None, facts_source=None, spellings=()):
     """One catalog entry. ``source``: where the profile table comes from; ``facts_source``: where the
-    device IDs come from (the GPU Operator's default mig-parted config unless stated)."""
+    device IDs come from (the GPU Operator's default mig-parted config unless stated).
+
+    ``spellings``: where the driver names some of the product's profiles in more than one way (same slices, same
+    instance limits, another name), the ``driver_names`` rows; the first row's names are those of ``table``. A GPU
+    reports one spelling, so a layout takes its names from one row (fit.py checks that).
+    """
+    for row in spellings[1:]:
+        if len(row["names"]) != len(spellings[0]["names"]):
+            raise ValueError("%s: spelling rows of different lengths" % key)
+    if spellings and not set(spellings[0]["names"]) <= set(table):
+        raise ValueError("%s: the first spelling row must name profiles of the table" % key)
     return {
         "product": key,
         "labels": list(labels),
@@ -85,4 +102,13 @@ def product(key, labels, device_ids, memory_gb, table, balanced, source, slices=
         "source": source,
         "placements_source": placements_source,
         "facts_source": facts_source or OPERATOR_DEFAULT_CONFIG,
+        "spellings": [dict(row, names=list(row["names"])) for row in spellings],
     }
+
+
+def alternate_names(spec):
+    """{other spelling: the table's name} for a catalog entry (empty for most GPUs)."""
+    rows = spec.get("spellings") or []
+    if not rows:
+        return {}
+    return {other: first for row in rows[1:] for other, first in zip(row["names"], rows[0]["names"])}

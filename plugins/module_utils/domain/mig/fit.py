@@ -11,7 +11,8 @@ functions, so callers keep using ``mig.product_for_label``, ``mig.validate_layou
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.mig.catalog import CATALOG
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.mig.catalog_common import PROFILE_NAME
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.mig.catalog_common import (
+    PROFILE_NAME, alternate_names)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 
@@ -65,7 +66,37 @@ def profile_names(product):
 
 
 def _others_with(profile):
-    return [key for key, spec in CATALOG.items() if profile in spec["profiles"]]
+    return [key for key, spec in CATALOG.items() if profile in spec["profiles"] or profile in alternate_names(spec)]
+
+
+def accepted_names(product):
+    """Every MIG profile name a layout may use on a product: the catalog's names, then the other spellings of its
+    driver-dependent profiles (GB200's 3g.95gb for 3g.93gb, ...; catalog data ``spellings``)."""
+    spec = _spec(product)
+    return list(spec["profiles"]) + list(alternate_names(spec))
+
+
+def _table(spec):
+    """{name: profile facts} under every name the product's drivers use."""
+    table = dict(spec["profiles"])
+    for other, first in alternate_names(spec).items():
+        table[other] = spec["profiles"][first]
+    return table
+
+
+def _check_spelling(spec, devices, field, where):
+    """A GPU's driver prints one spelling of its driver-dependent names; a layout that mixes two never applies."""
+    rows = spec.get("spellings") or []
+    used = [index for index, row in enumerate(rows) if any(name in devices for name in row["names"])]
+    if len(used) > 1:
+        first, second = rows[used[0]], rows[used[1]]
+        raise ParamError(field, "%smixes %s (the names of %s) with %s (those of %s); the driver of a %s "
+                         "reports one of the two spellings, so mig-parted cannot apply both"
+                         % (where, ", ".join(n for n in first["names"] if n in devices), first["reported_by"],
+                            ", ".join(n for n in second["names"] if n in devices), second["reported_by"],
+                            spec["product"]),
+                         "use the names nvidia-smi mig -lgip prints on the node: %s"
+                         % " or ".join(", ".join(row["names"]) for row in rows))
 
 
 # --- checking one GPU's layout ---------------------------------------------------------------------
@@ -141,7 +172,8 @@ def _check_layout(spec, devices, field, where=""):
     """Raise ParamError(field, ...) when ``devices`` (profile -> count) does not fit one GPU of spec."""
     _check_counts(devices, field, where)
     product = spec["product"]
-    unknown = [name for name in devices if name not in spec["profiles"]]
+    table = _table(spec)
+    unknown = [name for name in devices if name not in table]
     if unknown:
         notes = []
         for name in unknown:
@@ -151,19 +183,20 @@ def _check_layout(spec, devices, field, where=""):
         raise ParamError(field, "%s%s %s of %s"
                          % (where, "; ".join(notes), "is not a MIG profile" if len(unknown) == 1
                             else "are not MIG profiles", product),
-                         "use the profiles of %s: %s" % (product, ", ".join(spec["profiles"])))
+                         "use the profiles of %s: %s" % (product, ", ".join(table)))
+    _check_spelling(spec, devices, field, where)
     for name, count in devices.items():
-        limit = spec["profiles"][name]["max_instances"]
+        limit = table[name]["max_instances"]
         if count > limit:
             raise ParamError(field, "%sasks for %d x %s but %s allows at most %d of that profile"
                              % (where, count, name, product, limit),
                              "ask for at most %d x %s (NVIDIA's limit, %s)" % (limit, name, spec["source"]))
-    slices = sum(spec["profiles"][p]["slices"] * n for p, n in devices.items())
+    slices = sum(table[p]["slices"] * n for p, n in devices.items())
     if slices > spec["slices"]:
         raise ParamError(field, "%s%s needs %d compute slices but %s has %d"
                          % (where, _describe(devices), slices, product, spec["slices"]),
                          "drop or shrink instances until the <n>g parts add up to at most %d" % spec["slices"])
-    memory = sum(spec["profiles"][p]["memory_slices"] * n for p, n in devices.items())
+    memory = sum(table[p]["memory_slices"] * n for p, n in devices.items())
     if memory > spec["memory_slices"]:
         # Counted in memory slices, not in the GB of the names: names round up (2 x 3g.71gb is
         # "142GB" on the 141GB H200, and NVIDIA documents 2 x 3g.71gb as valid).
@@ -172,13 +205,14 @@ def _check_layout(spec, devices, field, where=""):
                          % (where, _describe(devices), memory, spec["memory_slices"], product,
                             round(memory * per_slice, 1), spec["memory_gb"]),
                          "use fewer or smaller instances; on %s the memory slices per instance are %s"
-                         % (product, ", ".join("%s %d/%d" % (p, spec["profiles"][p]["memory_slices"],
+                         % (product, ", ".join("%s %d/%d" % (p, table[p]["memory_slices"],
                                                              spec["memory_slices"]) for p in devices)))
-    if _has_placements(spec) and _place(spec, devices) is None:
-        table = "; ".join("%s starts at %s" % (p, ",".join(str(s) for s in spec["profiles"][p]["placements"]))
-                          for p in devices)
+    first = alternate_names(spec)
+    if _has_placements(spec) and _place(spec, {first.get(p, p): n for p, n in devices.items()}) is None:
+        starts = "; ".join("%s starts at %s" % (p, ",".join(str(s) for s in table[p]["placements"]))
+                           for p in devices)
         raise ParamError(field, "%s%s cannot be placed together on %s: NVIDIA's placement table allows %s"
-                         % (where, _describe(devices), product, table),
+                         % (where, _describe(devices), product, starts),
                          "pick a combination that fits the placements (%s), such as all-balanced"
                          % spec["placements_source"])
 

@@ -38,17 +38,17 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.mig.ca
     CATALOG, MIN_DRIVER, NOT_IN_CATALOG)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.mig.catalog_common import (
     MIG_GUIDE_GPUS, MIG_GUIDE_PLACEMENTS, MIG_GUIDE_PROFILES, MIG_PARTED_BALANCED, OPERATOR_DEFAULT_CONFIG,
-    PROFILE_NAME)
+    PROFILE_NAME, alternate_names)
 # The product and fit checks live in fit.py; re-exported so callers keep using mig.<name>.
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.mig.fit import (
     _check_counts, _check_layout, _describe, _fits_by_count, _has_placements, _others_with, _place, _spec,
-    product_for_label, profile_names, validate_layout)
+    accepted_names, product_for_label, profile_names, validate_layout)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 # Names other modules and the tests read as mig.<name>.
 REEXPORTED = (MIN_DRIVER, NOT_IN_CATALOG, MIG_GUIDE_GPUS, MIG_GUIDE_PLACEMENTS, MIG_GUIDE_PROFILES, MIG_PARTED_BALANCED,
               OPERATOR_DEFAULT_CONFIG, _describe, _fits_by_count, _has_placements, _others_with, _place, profile_names,
-              validate_layout)
+              validate_layout, accepted_names)
 
 STRATEGIES = ("none", "single", "mixed")
 CONFIG_VERSION = "v1"
@@ -74,6 +74,11 @@ def _layouts(spec):
     for name, profile in spec["profiles"].items():
         out[_layout_name(name)] = [{"devices": "all", "mig-enabled": True,
                                     "mig-devices": {name: profile["max_instances"]}}]
+    # The other spellings of driver-dependent names (GB200's all-3g.95gb beside all-3g.93gb): the operator's
+    # default config offers both, and the node's driver decides which one mig-parted can apply.
+    for other, first in alternate_names(spec).items():
+        out[_layout_name(other)] = [{"devices": "all", "mig-enabled": True,
+                                     "mig-devices": {other: spec["profiles"][first]["max_instances"]}}]
     return out
 
 
@@ -97,7 +102,7 @@ def named_layout(name, product):
     text = name if isinstance(name, str) else repr(name)
     wanted = re.sub(r"\.me$", "+me", text[4:]) if text.startswith("all-") else ""
     if wanted and PROFILE_NAME.match(wanted):
-        owners = [key for key, other in CATALOG.items() if wanted in other["profiles"]]
+        owners = _others_with(wanted)
         where = (" (%s %s it)" % (", ".join(owners), "has" if len(owners) == 1 else "have")) if owners else ""
         raise ParamError("profile", "%s needs the MIG profile %s, which %s does not have%s"
                          % (text, wanted, spec["product"], where),
