@@ -156,3 +156,17 @@ def test_rtx_pro_6000_graphics_and_media_profiles_fit_by_slices():
 def test_gb300_one_slice_profile_allows_seven():
     assert mig.named_layout("all-1g.35gb", "GB300")[0]["mig-devices"] == {"1g.35gb": 7}
     assert mig.named_layout("all-1g.35gb", "H200-141GB")[0]["mig-devices"] == {"1g.35gb": 4}
+
+
+def test_every_driver_dependent_spelling_of_the_data_is_in_the_doc_with_its_source():
+    text = DOC.read_text(encoding="utf-8")
+    rows = {}
+    for line in text.split("## Profile names that depend on the driver", 1)[1].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0] in mig.CATALOG:
+            rows[cells[0]] = cells
+    spelled = {key: spec["spellings"] for key, spec in mig.CATALOG.items() if spec["spellings"]}
+    assert set(rows) == set(spelled)
+    for key, spellings in spelled.items():
+        assert [rows[key][1], rows[key][2]] == [", ".join(row["names"]) for row in spellings], key
+        assert all(row["source"] in text and (row["driver"] is None or row["driver"] in text) for row in spellings), key
