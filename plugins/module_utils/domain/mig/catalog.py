@@ -6,6 +6,8 @@
 Private to the collection: not a public API. Pure: standard library only, no I/O. The facts are
 in one file per GPU family (catalog_ampere.py, catalog_hopper.py, catalog_blackwell.py),
 each with its source; docs/mig_catalog.md shows them as a table (a unit test keeps both in step).
+Where a GPU's driver spells some profile names in more than one way (GB200's 3g.93gb or 3g.95gb), the entry's
+``spellings`` holds each spelling with its source; fit.py accepts either, never both in one layout.
 
 Known gaps, named rather than guessed: the MIG User Guide also lists RTX PRO 5000 Blackwell (48GB,
 2 instances), RTX PRO 4500 Blackwell (32GB, 2 instances) and the Thor iGPU (unified memory); their
