@@ -42,6 +42,7 @@ from local_gpu_cluster.charts import FIXTURE_CHARTS_DIR, TOOLS_BIN, ChartCache, 
 from local_gpu_cluster.clock import FakeClock  # noqa: E402
 from local_gpu_cluster.controllers import MigManager, default_controllers  # noqa: E402
 from local_gpu_cluster.crds import DEFAULT_CRD_DIR  # noqa: E402
+from local_gpu_cluster.paths import FIXTURE_CRDS_DIR  # noqa: E402
 from local_gpu_cluster.gpu_operator import NVIDIA_SMI, SimulatedDevicePlugin, SimulatedGpuOperator, gpu_node  # noqa: E402
 from local_gpu_cluster.nccl_logs import NCCL_IB_LOG  # noqa: E402
 from local_gpu_cluster.network_operator import SimulatedNetworkOperator  # noqa: E402
@@ -62,7 +63,7 @@ def cluster(nodes, charts):
     controllers = [SimulatedGpuOperator(), SimulatedNetworkOperator(ready_after=0), SimulatedDevicePlugin(),
                    MigManager(delay=0), SimulatedVolcanoJobs(), SmokePods(outcomes)]
     api = FakeApiServer(clock=FakeClock(), require_namespaces=True, git_version="v1.34.1",
-                        crd_dirs=[DEFAULT_CRD_DIR, FIXTURE_CHARTS_DIR.parent / "crds"],
+                        crd_dirs=[DEFAULT_CRD_DIR, FIXTURE_CRDS_DIR],
                         controllers=controllers + default_controllers()).start()
     for index in range(nodes):
         node = gpu_node("gpu-node-%d" % (index + 1))

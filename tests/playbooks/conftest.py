@@ -16,6 +16,7 @@ from local_gpu_cluster.clock import FakeClock
 from local_gpu_cluster.controllers import default_controllers
 from local_gpu_cluster.controllers import MigManager
 from local_gpu_cluster.crds import DEFAULT_CRD_DIR
+from local_gpu_cluster.paths import FIXTURE_CRDS_DIR
 from local_gpu_cluster.gpu_operator import NVIDIA_SMI, SimulatedDevicePlugin, SimulatedGpuOperator, gpu_node
 from local_gpu_cluster.nccl_logs import NCCL_IB_LOG
 from local_gpu_cluster.smoke import Outcome, SimulatedVolcanoJobs, SmokePods, gang_marker
@@ -24,7 +25,7 @@ from local_gpu_cluster.network_operator import SimulatedNetworkOperator
 ROOT = Path(__file__).resolve().parents[2]
 GPU_OPERATOR_CHART = FIXTURE_CHARTS_DIR / "gpu-operator"
 NETWORK_OPERATOR_CHART = FIXTURE_CHARTS_DIR / "network-operator"
-FIXTURE_CRDS = FIXTURE_CHARTS_DIR.parent / "crds"
+FIXTURE_CRDS = FIXTURE_CRDS_DIR
 # The scheduling layer's charts, served from the loopback repository (OCI refs in production).
 SCHEDULING_CHARTS = tuple(c for c in pinned_charts() if c[0] not in ("gpu-operator", "network-operator"))
 PLAYBOOK = str(ROOT / "site.yml")
