@@ -284,7 +284,8 @@ _USERS = _ClusterUsers()
 
 
 def pytest_collection_finish(session):
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
+    # not under xdist (no one order), nor when GPU_PLATFORM_TEST_CLUSTER_KEEP=1 keeps the clusters to look at
+    if not os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("GPU_PLATFORM_TEST_CLUSTER_KEEP") != "1":
         _USERS.items = list(session.items)
 
 
