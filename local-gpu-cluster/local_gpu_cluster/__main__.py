@@ -41,7 +41,6 @@ NEXT_CHARTS = (("network-operator", "26.4.1"),)
 # Each chart's crds/ folder, as the real chart carries them: the upstream CRD files (../shared/upstream, and
 # local_gpu_cluster/fixture_crds for KAI's PodGroup), so helm installs the real schemas and the API server judges them.
 UPSTREAM = SHARED / "upstream"
-FIXTURE_CRDS = FIXTURE_CRDS_DIR
 CHART_CRDS = {
     "gpu-operator": ["gpu-operator/clusterpolicies.nvidia.com.yaml", "gpu-operator/nvidiadrivers.nvidia.com.yaml"],
     "network-operator": ["network-operator/nicclusterpolicies.mellanox.com.yaml",
@@ -54,7 +53,7 @@ CHART_CRDS = {
                 "volcano/podgroups.scheduling.volcano.sh.yaml"],
     "kueue": ["kueue/resourceflavors.kueue.x-k8s.io.yaml", "kueue/clusterqueues.kueue.x-k8s.io.yaml",
               "kueue/localqueues.kueue.x-k8s.io.yaml", "kueue/workloadpriorityclasses.kueue.x-k8s.io.yaml"],
-    "kai-scheduler": ["kai-scheduler/queues.scheduling.run.ai.yaml", FIXTURE_CRDS / "podgroups.scheduling.run.ai.yaml"],
+    "kai-scheduler": ["kai-scheduler/queues.scheduling.run.ai.yaml", FIXTURE_CRDS_DIR / "podgroups.scheduling.run.ai.yaml"],
     "nvidia-dra-driver-gpu": ["dra-driver/computedomains.resource.nvidia.com.yaml",
                               "dra-driver/computedomaincliques.resource.nvidia.com.yaml"],
 }

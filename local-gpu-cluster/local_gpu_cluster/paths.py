@@ -24,7 +24,9 @@ FIXTURE_CHARTS_DIR = PACKAGE_DIR / "fixture_charts"
 FIXTURE_CRDS_DIR = PACKAGE_DIR / "fixture_crds"
 
 
-def python_path_env() -> dict:
-    """The environment a child ``python -m local_gpu_cluster.<module>`` needs to import this package, installed or
-    not."""
-    return {"PYTHONPATH": str(PACKAGE_DIR.parent)}
+def python_path_env(base=None) -> dict:
+    """``base`` (nothing by default) with the PYTHONPATH a child ``python -m local_gpu_cluster.<module>`` needs to
+    import this package, installed or not: the folder holding it, ahead of what ``base`` had there."""
+    env = dict(base or {})
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(PACKAGE_DIR.parent), env.get("PYTHONPATH"))))
+    return env

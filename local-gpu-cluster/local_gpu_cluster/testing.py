@@ -177,8 +177,7 @@ class CommandLines(threading.Thread):
 
 def cluster_command(*args, env=None, timeout=1800):
     """Run ``python -m local_gpu_cluster ARGS``; returns the CompletedProcess (text)."""
-    env = dict(os.environ if env is None else env)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, (python_path_env()["PYTHONPATH"], env.get("PYTHONPATH"))))
+    env = python_path_env(os.environ if env is None else env)
     return subprocess.run([sys.executable, "-m", "local_gpu_cluster", *args], cwd=str(ROOT), env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)
 
@@ -227,7 +226,7 @@ CLUSTER_FIXTURES = {"local_cluster", "local_cluster_gitops"}  # a project adds t
 def pytest_collection_modifyitems(items):
     for item in items:
         # real_cluster: the [real] variants, whose fixture asks for the local control plane only at run time
-        if CLUSTER_FIXTURES.intersection(getattr(item, "fixturenames", ())) or item.get_closest_marker("real_cluster"):
+        if any(_ClusterUsers.uses(item, name) for name in CLUSTER_FIXTURES):
             item.add_marker(pytest.mark.local_control_plane)
             item.add_marker(pytest.mark.xdist_group("local-control-plane"))
     # The modules that use the session's cluster first, each module whole and in its own order: that cluster can then

@@ -189,7 +189,7 @@ def test_command_line_serves_healthz_and_stops_on_sigterm(fake, tmp_path):
     port = pick_ports(("health",))["health"]
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "nvidia-smi.log").write_text("table\n")
-    env = dict(os.environ, **python_path_env())
+    env = python_path_env(os.environ)
     proc = subprocess.Popen([sys.executable, "-m", "local_gpu_cluster.live", "--kubeconfig", fake.kubeconfig,
                              "--logs-dir", str(tmp_path / "logs"), "--health-port", str(port)],
                             cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

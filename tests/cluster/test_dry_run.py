@@ -25,7 +25,6 @@ from local_gpu_cluster.paths import FIXTURE_CRDS_DIR
 from local_gpu_cluster.testing import ROOT, RUN_USER, delete_crds, wait_established
 
 KUBECTL = ROOT / "tools" / "bin" / "kubectl"
-FIXTURE_CRDS = FIXTURE_CRDS_DIR
 DEMO_INVENTORY = ROOT / "inventories" / "local"
 pytestmark = pytest.mark.slow
 UNPROVEN = []  # filled by the dry-run test, reported by the next one
@@ -38,7 +37,7 @@ def kubectl(kubeconfig, home, *args, stdin=None):
 
 
 def crd_files():
-    return sorted(Path(SHARED, "upstream").rglob("*.yaml")) + sorted(FIXTURE_CRDS.glob("*.yaml"))
+    return sorted(Path(SHARED, "upstream").rglob("*.yaml")) + sorted(FIXTURE_CRDS_DIR.glob("*.yaml"))
 
 
 def served_kinds(paths):

@@ -25,7 +25,6 @@ from local_gpu_cluster.network_operator import SimulatedNetworkOperator
 ROOT = Path(__file__).resolve().parents[2]
 GPU_OPERATOR_CHART = FIXTURE_CHARTS_DIR / "gpu-operator"
 NETWORK_OPERATOR_CHART = FIXTURE_CHARTS_DIR / "network-operator"
-FIXTURE_CRDS = FIXTURE_CRDS_DIR
 # The scheduling layer's charts, served from the loopback repository (OCI refs in production).
 SCHEDULING_CHARTS = tuple(c for c in pinned_charts() if c[0] not in ("gpu-operator", "network-operator"))
 PLAYBOOK = str(ROOT / "site.yml")
@@ -152,7 +151,7 @@ def gpu_cluster_factory(fake_api_factory, gpu_operator_chart, network_operator_c
                  SimulatedNetworkOperator(ready_after=0, stuck=network_stuck),
                  SimulatedDevicePlugin(), MigManager(delay=0), SimulatedVolcanoJobs(), SmokePods(outcomes)]
         api = fake_api_factory(clock=FakeClock(), require_namespaces=True, git_version=git_version,
-                               crd_dirs=[DEFAULT_CRD_DIR, FIXTURE_CRDS], controllers=extra + default_controllers())
+                               crd_dirs=[DEFAULT_CRD_DIR, FIXTURE_CRDS_DIR], controllers=extra + default_controllers())
         for name, pool in (("gpu-node-1", "inference"), ("gpu-node-2", "training")):
             node = gpu_node(name)
             node["metadata"]["labels"].update({"nodepool": pool, "nvidia.com/mig.capable": "true"})

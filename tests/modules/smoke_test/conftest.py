@@ -6,13 +6,14 @@ from local_gpu_cluster.clock import FakeClock
 from local_gpu_cluster.controllers import default_controllers
 from local_gpu_cluster.crds import DEFAULT_CRD_DIR
 from local_gpu_cluster.smoke import SimulatedVolcanoJobs, SmokePods
-from tests.modules.smoke_test.helpers import FIXTURE_CRDS, NS
+from local_gpu_cluster.paths import FIXTURE_CRDS_DIR
+from tests.modules.smoke_test.helpers import NS
 
 
 @pytest.fixture
 def cluster(fake_api_factory):
     """A fake cluster with the smoke namespace, Volcano's job controller and pods told what to do."""
-    def make(outcomes, crd_dirs=(DEFAULT_CRD_DIR, FIXTURE_CRDS), namespace=True, rdma_nodes=2, gpus=8):
+    def make(outcomes, crd_dirs=(DEFAULT_CRD_DIR, FIXTURE_CRDS_DIR), namespace=True, rdma_nodes=2, gpus=8):
         pods = SmokePods(outcomes)
         api = fake_api_factory(clock=FakeClock(), require_namespaces=True, crd_dirs=list(crd_dirs),
                                controllers=[SimulatedVolcanoJobs(), pods] + default_controllers())

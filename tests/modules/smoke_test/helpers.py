@@ -4,13 +4,11 @@ fake cluster, the objects a run left behind, and node builders for the allocatab
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.adapters.kube import KubeClient
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import smoke_test as workflow
 from local_gpu_cluster.gpu_operator import gpu_node
-from local_gpu_cluster.paths import FIXTURE_CRDS_DIR
 from tests.modules.harness import run_module
 
 NS = "gpu-platform-smoke"
 CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04"
 NCCL_IMAGE = "registry.example.com/hpc/nccl-tests:2.17.1-cuda12.9"
-FIXTURE_CRDS = FIXTURE_CRDS_DIR
 MISMATCH = "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 580.95\n"
 
 
