@@ -26,7 +26,7 @@ from .paths import FIXTURE_CRDS_DIR, PROJECT as ROOT, SHARED
 from .components import control_plane, platform_services
 from .fleet import DEFAULT_PROFILE, fleet, profile_names, write_kwok_config
 from .gitops import PORT_NAMES as GITOPS_PORT_NAMES, install_crds, start_gitops
-from .operators import ENTRIES
+from .operators import NAMES as OPERATOR_NAMES, entry, entry_for, record
 from .pki import Pki
 from .processes import State, alive, dead, env_name, pick_ports, start, stop, tail, tls_context
 
@@ -34,10 +34,9 @@ PORT_NAMES = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", 
               "chart-repo", "operators")
 # The charts the platform installs, served by the loopback repository: fixture charts with the real
 # names, CRDs and workload names (local_gpu_cluster/fixture_charts), at the versions the collection pins.
-# The Network Operator's next patch release is served too, so that playbooks/upgrade.yml can be tried (and is
-# tested) from the pins to it, as docs/upgrade.md describes (acknowledged: it is not the validated RDMA pair).
-# The pins are the roles' defaults (local_gpu_cluster.charts.pinned_charts); the next Network Operator is added here.
-NEXT_CHARTS = (("network-operator", "26.4.1"),)
+# The pins are the roles' defaults (local_gpu_cluster.charts.pinned_charts). CLUSTER_PREVIOUS_RELEASE names the
+# checkout of an earlier release of the collection (release 0.2.0's, for make upgrade-test): its pins are served and
+# its operators built and run too, beside this checkout's, so that its own site.yml installs its stack here.
 # Each chart's crds/ folder, as the real chart carries them: the upstream CRD files (../shared/upstream, and
 # local_gpu_cluster/fixture_crds for KAI's PodGroup), so helm installs the real schemas and the API server judges them.
 UPSTREAM = SHARED / "upstream"
@@ -55,6 +54,9 @@ CHART_CRDS = {
               "kueue/localqueues.kueue.x-k8s.io.yaml", "kueue/workloadpriorityclasses.kueue.x-k8s.io.yaml"],
     "kai-scheduler": ["kai-scheduler/queues.scheduling.run.ai.yaml", FIXTURE_CRDS_DIR / "podgroups.scheduling.run.ai.yaml"],
     "nvidia-dra-driver-gpu": ["dra-driver/computedomains.resource.nvidia.com.yaml",
+                              "dra-driver/computedomaincliques.resource.nvidia.com.yaml"],
+    # the renamed chart (0.4.x): ComputeDomain's v0.4.0 schema; the clique CRD is byte-identical at v0.4.0
+    "dra-driver-nvidia-gpu": ["dra-driver/computedomains.resource.nvidia.com.v0.4.0.yaml",
                               "dra-driver/computedomaincliques.resource.nvidia.com.yaml"],
 }
 # The Prometheus Operator is not part of the platform: the cluster has it already (its CRDs, from
@@ -146,7 +148,9 @@ def _package_charts(target, builds=None):
     real = _real_charts(builds or {})
     for tgz in real.values():
         shutil.copyfile(tgz, target / tgz.name)
-    for name, version in pinned_charts() + NEXT_CHARTS:
+    previous = previous_release()
+    wanted = dict.fromkeys(pinned_charts() + (pinned_charts(previous) if previous else ()))
+    for name, version in wanted:
         if (name, version) in real:
             continue
         with tempfile.TemporaryDirectory(prefix="chart-") as scratch:
@@ -210,11 +214,36 @@ def _real_operators():
     if text is None:
         return list(DEFAULT_OPERATORS)
     names = [] if text.strip() in ("", "none") else [n.strip() for n in text.split(",") if n.strip()]
-    unknown = sorted(set(names) - set(ENTRIES))
+    unknown = sorted(set(names) - set(OPERATOR_NAMES))
     if unknown:
         raise ClusterError("CLUSTER_OPERATORS: no operator named %s: choose from %s, or none"
-                           % (", ".join(unknown), ", ".join(ENTRIES)))
+                           % (", ".join(unknown), ", ".join(OPERATOR_NAMES)))
     return names
+
+
+def previous_release():
+    """The checkout of the earlier release whose stack the cluster serves and runs too (``CLUSTER_PREVIOUS_RELEASE``),
+    or None."""
+    text = os.environ.get("CLUSTER_PREVIOUS_RELEASE", "").strip()
+    if not text:
+        return None
+    path = Path(text).expanduser().resolve()
+    if not (path / "roles").is_dir():
+        raise ClusterError("CLUSTER_PREVIOUS_RELEASE=%s is not a checkout of the collection (it has no roles/): name "
+                           "the folder of the release's checkout (git worktree add <folder> <commit>)" % text)
+    return path
+
+
+def operator_builds(names):
+    """{key: build directory} of ``names``: each at this checkout's pin (key: its name), and with
+    ``CLUSTER_PREVIOUS_RELEASE`` also at that release's pin where it differs (key: ``<name>@<tag>``)."""
+    builds = {name: ensure_built(entry=entry_for(name)) for name in names}
+    previous = previous_release()
+    for name in names if previous else ():
+        old, new = record(name, previous), record(name)
+        if old.version() != new.version():
+            builds["%s@%s" % (name, old.version())] = ensure_built(entry=entry(old))
+    return builds
 
 
 def up(args):
@@ -229,7 +258,7 @@ def up(args):
         return 0
     binaries = ensure_built()
     flux = ensure_built(entry=FLUX) if args.gitops else None
-    builds = {name: ensure_built(entry=ENTRIES[name]) for name in _real_operators()}
+    builds = operator_builds(_real_operators())
     count = _int_env("CLUSTER_GPU_NODES", 4)
     profile = os.environ.get("CLUSTER_PROFILE") or DEFAULT_PROFILE
     if profile not in profile_names():
@@ -368,15 +397,15 @@ def kubeconfig(args):
 
 
 def build(args):
-    unknown = sorted(set(args.operators or ()) - set(ENTRIES))
+    unknown = sorted(set(args.operators or ()) - set(OPERATOR_NAMES))
     if unknown:
-        raise ClusterError("no operator named %s: choose from %s" % (", ".join(unknown), ", ".join(ENTRIES)))
+        raise ClusterError("no operator named %s: choose from %s" % (", ".join(unknown), ", ".join(OPERATOR_NAMES)))
     print(ensure_built())
     if args.gitops:
         print(ensure_built(entry=FLUX))
     if args.operators is not None:
-        for name in args.operators or ENTRIES:  # one at a time: each build uses every core
-            print(ensure_built(entry=ENTRIES[name]))
+        for name in args.operators or OPERATOR_NAMES:  # one at a time: each build uses every core
+            print(ensure_built(entry=entry_for(name)))
     return 0
 
 

@@ -6,7 +6,7 @@ Cache entries, each built and keyed on its own, so changing one's pins never reb
   KWOK's stages, in ``<cache>/bin/<key>/``;
 * ``FLUX``: source-controller, kustomize-controller and helm-controller (``local_gpu_cluster/go/flux/<controller>``),
   with their CRDs, in ``<cache>/bin/flux-<key>/``;
-* one per operator the platform installs (``operators.ENTRIES``), built from the pinned upstream source
+* one per operator the platform installs (``operators.entry_for``), built from the pinned upstream source
   with its chart packaged, in ``<cache>/bin/<operator>-<key>/``.
 
 An entry's key is a hash of everything that decides its binaries: its Go modules' go.mod, go.sum and

@@ -35,12 +35,15 @@ HELM4 = TOOLS_BIN / "helm4"
 DEMO_CHART_DIR = FIXTURE_CHARTS_DIR / "demo-operator"
 
 
-def pinned_charts():
+def pinned_charts(project=None):
     """(chart name, version) of every chart the roles pin, read from their defaults (``<x>_chart_version`` and
-    the chart's name at the end of ``<x>_chart_ref``): the fixture charts are served at exactly these versions."""
+    the chart's name at the end of ``<x>_chart_ref``; the release pair's, for the two operators that read it,
+    ``local_gpu_cluster.pins``), in this checkout or ``project``'s: the fixture charts are served at exactly these
+    versions."""
+    from .pins import role_defaults
     out = []
-    for path in sorted((REPO_ROOT / "roles").glob("*/defaults/main.yml")):
-        defaults = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    for path in sorted((Path(project or REPO_ROOT) / "roles").glob("*/defaults/main.yml")):
+        defaults = role_defaults(path, project)
         for key, version in sorted(defaults.items()):
             if key.endswith("_chart_version"):
                 ref = str(defaults[key[:-len("_version")] + "_ref"])

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import http.client
+import json
 import os
 import shlex
 import ssl
@@ -94,6 +95,9 @@ class OperatorProcess:
     # through Unix sockets
     netns: bool = False
     binary_at: str = ""  # where the image has the binary (image_root), when not at /<binary>: a command finds it
+    # environment variables naming an address the container binds (the DRA controller's HTTP_ENDPOINT): (name,
+    # format, the loopback port it takes), set after the container's own
+    env_ports: tuple = ()
 
 
 def kueue_configuration(config, ports):
@@ -113,6 +117,12 @@ PROCESSES = (
     # each state's manifests from /opt/gpu-operator/state-*; its image copies assets/ and manifests/ there.
     OperatorProcess("gpu-operator", {"app": "gpu-operator", "app.kubernetes.io/component": "gpu-operator"},
                     "gpu-operator", "gpu-operator", mounts={"/opt/gpu-operator": "image/opt/gpu-operator"}),
+    # The chart's pre-upgrade hook Job (templates/upgrade_crd.yaml, operator.upgradeCRD, on by default) runs the
+    # operator image's /usr/bin/manage-crds apply on the CRDs the image holds in /opt/gpu-operator (helm upgrade
+    # leaves crds/ alone: this is how the new release's CRDs, v26.7.0's GPUCluster among them, reach the cluster).
+    # A static binary: the image's /opt and the binary where the image has it are all it reads.
+    OperatorProcess("gpu-operator", {JOB_NAME_LABEL: "gpu-operator-upgrade-crd"}, "upgrade-crd", "manage-crds",
+                    image_root=True, job=True, command=True, binary_at="/usr/bin/manage-crds", flags=(), serves={}),
     # network-operator v26.4.0: main.go (flags; ENABLE_WEBHOOKS off unless operator.admissionController.enabled,
     # which the role leaves off); its Dockerfile's image is WORKDIR / with /manifests (the chart's
     # STATE_MANIFEST_BASE_DIR) and /webhook-schemas (read as ./webhook-schemas). The chart's operator pod: the
@@ -160,6 +170,11 @@ PROCESSES = (
                     job=True, command=True, base=True, volumes=True, flags=(), serves={}),
     OperatorProcess("kai-scheduler", {JOB_NAME_LABEL: "post-delete-cleanup"}, "deleter", "", image_root=True,
                     job=True, command=True, base=True, flags=(), serves={}),
+    # From v0.16 the chart's Config (kai-config) is applied out of the release by a post-install/post-upgrade hook
+    # Job, kai-config-deployer (templates/hooks/post/kai-config-deployer: bash and kubectl apply --server-side of
+    # the ConfigMap volume's /manifest/kai-config.yaml, in the crd-upgrader image).
+    OperatorProcess("kai-scheduler", {JOB_NAME_LABEL: "kai-config-deployer"}, "deployer", "", image_root=True,
+                    job=True, command=True, base=True, volumes=True, flags=(), serves={}),
     # The chart's operator (cmd/operator; a distroless image with the binary alone) deploys the Config's components.
     # Each runs in a network namespace of its own: the queue and pod-group controllers both serve their webhooks on
     # controller-runtime's :9443, with no flag to move it.
@@ -189,13 +204,48 @@ PROCESSES = (
     OperatorProcess("dra-driver", {"nvidia-dra-driver-gpu-component": "controller"}, "compute-domain",
                     "compute-domain-controller", image_root=True, command=True,
                     binary_at="/usr/bin/compute-domain-controller", flags=(), serves={}),
+    # dra-driver-nvidia-gpu v0.4.x: the chart renamed (its selector label with it), and the controller's metrics
+    # endpoint on by default (controller.metrics: HTTP_ENDPOINT ":8080" in its environment).
+    OperatorProcess("dra-driver", {"dra-driver-nvidia-gpu-component": "controller"}, "compute-domain",
+                    "compute-domain-controller", image_root=True, command=True,
+                    binary_at="/usr/bin/compute-domain-controller", flags=(), serves={"metrics": 8080},
+                    env_ports=(("HTTP_ENDPOINT", "127.0.0.1:%d", "metrics"),)),
 )
 
 
+def operator_of(key):
+    """The operator a build's key names: ``name``, or ``name@<tag>`` for another release's build beside it."""
+    return key.split("@", 1)[0]
+
+
 def held_jobs(operators):
-    """The Jobs whose pods a real process runs to completion for ``operators`` (KWOK must not complete them)."""
-    return sorted(spec.pod_labels[JOB_NAME_LABEL] for spec in PROCESSES
-                  if spec.job and spec.name in operators)
+    """The Jobs whose pods a real process runs to completion for ``operators`` (build keys, ``operator_of``; KWOK
+    must not complete them)."""
+    names = {operator_of(key) for key in operators}
+    return sorted(spec.pod_labels[JOB_NAME_LABEL] for spec in PROCESSES if spec.job and spec.name in names)
+
+
+def _release(text):
+    return str(text or "").rsplit("-", 1)[-1].lstrip("v")
+
+
+def build_for(builds, spec, container):
+    """The build whose process runs as ``container``: the only one of its operator, or of several releases (the
+    upgrade from release 0.2.0 runs both) the one whose version the container's image tag ends with; a ValueError
+    says what is missing."""
+    found = {key: path for key, path in builds.items() if operator_of(key) == spec.name}
+    if len(found) == 1:
+        return next(iter(found.values()))
+    tag = str(container.get("image") or "").rsplit(":", 1)[-1]
+    for path in found.values():
+        try:
+            version = json.loads((Path(path) / "manifest.json").read_text()).get("pins", {}).get("version")
+        except (OSError, ValueError):
+            continue
+        if version and _release(tag) == _release(version):
+            return path
+    raise ValueError("no build of the %s for image tag %s (builds: %s)" % (spec.name, tag or "none",
+                                                                        ", ".join(sorted(found)) or "none"))
 
 
 def process_of(pod):
@@ -212,7 +262,7 @@ def parse_builds(text):
     for part in filter(None, (text or "").split(",")):
         name, sep, directory = part.partition("=")
         if not sep or not name or not directory:
-            raise ValueError("--operator-builds: %r is not name=<directory>" % part)
+            raise ValueError("--operator-builds: %r is not name[@tag]=<directory>" % part)
         builds[name] = Path(directory)
     return builds
 
@@ -527,7 +577,7 @@ class OperatorProcesses(Controller):
     def handle(self, event):
         pod = event.obj
         spec = process_of(pod)
-        if spec is None or spec.name not in self.builds:
+        if spec is None or spec.name not in {operator_of(key) for key in self.builds}:
             return
         key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
         wanted = event.type != "DELETED" and (pod.get("status") or {}).get("phase") == "Running" \
@@ -582,7 +632,8 @@ class OperatorProcesses(Controller):
                                                                          meta["uid"]))
                 return
         container = expanded(container, container_env(pod, container))
-        argv = command_line(spec, self.builds[spec.name], container, ports, home / "serviceaccount", mounts)
+        build = build_for(self.builds, spec, container)
+        argv = command_line(spec, build, container, ports, home / "serviceaccount", mounts)
         address = urllib.parse.urlsplit(self.api_server)
         sockets = {}
         if spec.netns:
@@ -598,6 +649,7 @@ class OperatorProcesses(Controller):
         env = {"PATH": path, "HOME": str(home),
                "KUBERNETES_SERVICE_HOST": address.hostname, "KUBERNETES_SERVICE_PORT": str(address.port or 443)}
         env.update(container_env(pod, container))
+        env.update({name: address % ports[port] for name, address, port in spec.env_ports})
         log = home / "process.log"
         with open(log, "ab") as out:
             out.write(("--- %s: %s\n" % (time.strftime("%Y-%m-%dT%H:%M:%S"), " ".join(argv))).encode())

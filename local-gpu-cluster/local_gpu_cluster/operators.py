@@ -12,11 +12,11 @@ checksum database makes a module version immutable). An entry holds:
   Operator's ``/opt/gpu-operator``, the Network Operator's ``/manifests`` and ``/webhook-schemas``);
 * ``charts/``: the project's Helm chart (with the subcharts it keeps beside it), ``helm package``d at the
   pinned version as its release does it, the chart names and versions recorded in ``manifest.json``;
-* for the Network Operator also its "next patch" (``relabelled``): no source of 26.4.1 is here, so the upgrade path
-  (``playbooks/upgrade.yml``, ``make gitops-test``) rolls to the 26.4.0 source's chart packaged again at 26.4.1,
-  with what a patch release changes moved to the new tag (the chart's version and appVersion, so the operator's
-  image tag, and the components' ``network-operator-v26.4.0`` image tags in its values). It is the 26.4.0 chart
-  relabelled, not the 26.4.1 release: templates, CRDs and operator binary are 26.4.0's.
+
+An operator has a record per release line whose build differs (a moved Go module, a renamed chart, a vendored
+source): the version its role pins picks the record (``record``). ``entry_for(name, project)`` is the cache entry of
+the release another checkout's roles pin (release 0.2.0's, for ``make upgrade-test``): each release has an entry of
+its own, so the previous releases are built only when asked for.
 """
 
 import hashlib
@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -35,6 +35,7 @@ import yaml
 from . import ClusterError
 from .build import Entry, cache_root, go_env, run_build
 from .paths import PROJECT as ROOT, SHARED, TOOLS_BIN
+from .pins import role_defaults
 
 UPSTREAM_SRC = SHARED / "upstream" / "src"
 HELM = TOOLS_BIN / "helm"  # helm 3 (make tools), or HELM_BIN
@@ -60,17 +61,15 @@ class Operator:  # pylint: disable=too-many-instance-attributes
     chart_version: str = "%(bare)s"  # helm package --version (bare: the tag without its "v")
     app_version: str = "%(tag)s"  # helm package --app-version
     values_edits: tuple = ()  # (file in the chart, pattern, replacement): what the project's release script changes
-    relabelled: tuple = ()  # more chart versions ("26.4.1"): the pinned source's chart packaged again at each
-    relabel_values: str = ""  # an image tag in values.yaml (%-formatted) a relabelled chart moves to its own tag
     build_format: str = FORMAT  # this operator's entry's format (bump when its build alone changes)
+    since: str = ""  # the first release this record builds (the records of one operator, oldest first)
+    vendored: bool = False  # built from the source's vendor/ (-mod=vendor), not from the module proxy
+    project: object = None  # the checkout whose role defaults pin it (None: this one, paths.PROJECT)
 
     def version(self):
         """The pinned tag (``v`` and the role's chart version)."""
-        path = ROOT / self.defaults
-        try:
-            value = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get(self.pin)
-        except (OSError, ValueError) as exc:
-            raise ClusterError("cannot read the %s pin %s from %s: %s" % (self.title, self.pin, path, exc)) from None
+        path = Path(self.project or ROOT) / self.defaults
+        value = role_defaults(path, self.project).get(self.pin)
         if not value:
             raise ClusterError("%s does not set %s: the %s's version is pinned there" % (path, self.pin, self.title))
         return "v" + str(value).lstrip("v")
@@ -98,78 +97,124 @@ class Operator:  # pylint: disable=too-many-instance-attributes
             return {"archive": path.name, "sha256": hashlib.sha256(handle.read()).hexdigest()}
 
 
-OPERATORS = (
-    Operator("gpu-operator", "GPU Operator", "roles/gpu_operator/defaults/main.yml", "gpu_operator_chart_version",
-             (("gpu-operator", "./cmd/gpu-operator"),), ("deployments/gpu-operator",), archive="gpu-operator",
-             version_flags=("github.com/NVIDIA/gpu-operator/internal/info.version=%(tag)s",
-                            "github.com/NVIDIA/gpu-operator/internal/info.gitCommit=%(commit)s"),
-             # docker/Dockerfile: COPY assets /opt/gpu-operator/, manifests, validator/manifests and the CRDs
-             image=(("assets", "opt/gpu-operator"), ("manifests", "opt/gpu-operator/manifests"),
-                    ("validator/manifests", "opt/validator/manifests"),
-                    ("deployments/gpu-operator/crds/nvidia.com_clusterpolicies.yaml",
-                     "opt/gpu-operator/nvidia.com_clusterpolicies.yaml"),
-                    ("deployments/gpu-operator/crds/nvidia.com_nvidiadrivers.yaml",
-                     "opt/gpu-operator/nvidia.com_nvidiadrivers.yaml"),
-                    ("deployments/gpu-operator/charts/node-feature-discovery/crds/nfd-api-crds.yaml",
-                     "opt/gpu-operator/nfd-api-crds.yaml")),
-             chart_version="%(tag)s"),
-    Operator("network-operator", "Network Operator", "roles/network_operator/defaults/main.yml",
-             "network_operator_chart_version", (("network-operator", "."),), ("deployment/network-operator",),
-             archive="network-operator",
-             version_flags=("github.com/Mellanox/network-operator/version.Version=%(tag)s",
-                            "github.com/Mellanox/network-operator/version.Commit=%(commit)s"),
-             # Dockerfile: WORKDIR /, manifests/, /webhook-schemas and the charts' CRDs in /crds (for apply-crds)
-             image=(("manifests", "manifests"), ("webhook-schemas", "webhook-schemas"),
-                    ("deployment/network-operator/crds", "crds/network-operator"),
-                    ("deployment/network-operator/charts/sriov-network-operator/crds", "crds/sriov-network-operator"),
-                    ("deployment/network-operator/charts/node-feature-discovery/crds", "crds/node-feature-discovery"),
-                    ("deployment/network-operator/charts/maintenance-operator-chart/crds",
-                     "crds/maintenance-operator")),
-             # the upgrade path's next patch (local_gpu_cluster NEXT_CHARTS): 26.4.0's chart relabelled
-             relabelled=("26.4.1",), relabel_values="network-operator-%(tag)s", build_format="2"),
-    Operator("kueue", "Kueue", "roles/scheduling/defaults/main.yml", "scheduling_kueue_chart_version",
-             (("kueue", "./cmd/kueue"),), ("charts/kueue",), module="sigs.k8s.io/kueue",
-             version_flags=("sigs.k8s.io/kueue/pkg/version.GitVersion=%(tag)s",
-                            "sigs.k8s.io/kueue/pkg/version.GitCommit=%(commit)s"),
-             # hack/helm-chart-package.sh: a promoted tag's images from registry.k8s.io at the tag, IfNotPresent
-             values_edits=(
-                 ("values.yaml", r"us-central1-docker\.pkg\.dev/k8s-staging-images/kueue/", "registry.k8s.io/kueue/"),
-                 ("values.yaml", r"tag: release-\d+\.\d+\n", "tag: %(tag)s\n"),
-                 ("values.yaml", r"pullPolicy: Always\n", "pullPolicy: IfNotPresent\n"))),
-    Operator("volcano", "Volcano", "roles/scheduling/defaults/main.yml", "scheduling_volcano_chart_version",
-             (("vc-scheduler", "./cmd/scheduler"), ("vc-controller-manager", "./cmd/controller-manager"),
-              ("vc-webhook-manager", "./cmd/webhook-manager")),
-             ("installer/helm/chart/volcano",), archive="volcano",
-             version_flags=("volcano.sh/volcano/pkg/version.Version=%(tag)s",
-                            "volcano.sh/volcano/pkg/version.GitSHA=%(commit)s"),
-             # installer/dockerfile/webhook-manager/Dockerfile: the chart's admission-init Job runs
-             # ./gen-admission-secret.sh from the webhook manager's image (WORKDIR /)
-             image=(("installer/dockerfile/webhook-manager/gen-admission-secret.sh", "gen-admission-secret.sh"),),
-             app_version="%(bare)s", build_format="3"),
-    Operator("kai-scheduler", "KAI Scheduler", "roles/scheduling/defaults/main.yml", "scheduling_kai_chart_version",
-             tuple((name, "./cmd/" + name) for name in KAI_BINARIES),
-             ("deployments/kai-scheduler",), archive="kai-scheduler",
-             version_flags=("github.com/NVIDIA/KAI-scheduler/pkg/scheduler/version.gitVersion=%(tag)s",
-                            "github.com/NVIDIA/KAI-scheduler/pkg/scheduler/version.gitCommit=%(commit)s",
-                            "github.com/NVIDIA/KAI-scheduler/pkg/scheduler/version.gitTreeState=clean"),
-             # deployments/crd-upgrader/Dockerfile: the chart's crd-upgrader hook Job runs /apply-crds.sh (kubectl
-             # server-side apply of /internal-crds, the chart's CRDs)
-             image=(("deployments/crd-upgrader/apply-crds.sh", "apply-crds.sh", 0o755),  # RUN chmod +x
-                    ("deployments/kai-scheduler/crds", "internal-crds")),
-             chart_version="%(tag)s",
-             # .github/workflows/on-release.yaml: the images' registry
-             values_edits=(("values.yaml", r"registry/local/kai-scheduler", "ghcr.io/nvidia/kai-scheduler"),),
-             build_format="3"),
-    Operator("dra-driver", "NVIDIA DRA driver", "roles/dra_driver/defaults/main.yml", "dra_driver_chart_version",
-             (("compute-domain-controller", "./cmd/compute-domain-controller"),),
-             ("deployments/helm/nvidia-dra-driver-gpu",), archive="k8s-dra-driver-gpu",
-             version_flags=("github.com/NVIDIA/k8s-dra-driver-gpu/internal/info.version=%(tag)s",
-                            "github.com/NVIDIA/k8s-dra-driver-gpu/internal/info.gitCommit=%(commit)s"),
-             # deployments/container/Dockerfile: COPY /templates /templates (the compute-domain controller renders
-             # its daemons' DaemonSet and claim templates from them)
-             image=(("templates", "templates"),),
-             app_version="%(bare)s", build_format="2"),
-)
+_GPU_OPERATOR = Operator(
+    "gpu-operator", "GPU Operator", "roles/gpu_operator/defaults/main.yml", "gpu_operator_chart_version",
+    (("gpu-operator", "./cmd/gpu-operator"),), ("deployments/gpu-operator",), archive="gpu-operator",
+    version_flags=("github.com/NVIDIA/gpu-operator/internal/info.version=%(tag)s",
+                   "github.com/NVIDIA/gpu-operator/internal/info.gitCommit=%(commit)s"),
+    # docker/Dockerfile: COPY assets /opt/gpu-operator/, manifests, validator/manifests and the CRDs
+    image=(("assets", "opt/gpu-operator"), ("manifests", "opt/gpu-operator/manifests"),
+           ("validator/manifests", "opt/validator/manifests"),
+           ("deployments/gpu-operator/crds/nvidia.com_clusterpolicies.yaml",
+            "opt/gpu-operator/nvidia.com_clusterpolicies.yaml"),
+           ("deployments/gpu-operator/crds/nvidia.com_nvidiadrivers.yaml",
+            "opt/gpu-operator/nvidia.com_nvidiadrivers.yaml"),
+           ("deployments/gpu-operator/charts/node-feature-discovery/crds/nfd-api-crds.yaml",
+            "opt/gpu-operator/nfd-api-crds.yaml")),
+    chart_version="%(tag)s")
+# v26.7.0: built from its vendor/ (the module proxy refuses one of its dependencies; its Dockerfile copies vendor/ and
+# builds from it), with manage-crds, which the chart's pre-upgrade hook Job (templates/upgrade_crd.yaml) runs to
+# apply the image's CRDs: the GPUCluster CRD is new in it (docker/Dockerfile copies it to /opt/gpu-operator).
+_GPU_OPERATOR_2607 = replace(
+    _GPU_OPERATOR, since="v26.7.0", vendored=True,
+    binaries=(("gpu-operator", "./cmd/gpu-operator"), ("manage-crds", "./cmd/manage-crds")),
+    image=_GPU_OPERATOR.image + (("deployments/gpu-operator/crds/nvidia.com_gpuclusters.yaml",
+                                  "opt/gpu-operator/nvidia.com_gpuclusters.yaml"),))
+_NETWORK_OPERATOR = Operator(
+    "network-operator", "Network Operator", "roles/network_operator/defaults/main.yml",
+    "network_operator_chart_version", (("network-operator", "."),), ("deployment/network-operator",),
+    archive="network-operator",
+    version_flags=("github.com/Mellanox/network-operator/version.Version=%(tag)s",
+                   "github.com/Mellanox/network-operator/version.Commit=%(commit)s"),
+    # Dockerfile: WORKDIR /, manifests/, /webhook-schemas and the charts' CRDs in /crds (for apply-crds)
+    image=(("manifests", "manifests"), ("webhook-schemas", "webhook-schemas"),
+           ("deployment/network-operator/crds", "crds/network-operator"),
+           ("deployment/network-operator/charts/sriov-network-operator/crds", "crds/sriov-network-operator"),
+           ("deployment/network-operator/charts/node-feature-discovery/crds", "crds/node-feature-discovery"),
+           ("deployment/network-operator/charts/maintenance-operator-chart/crds",
+            "crds/maintenance-operator")),
+    build_format="2")
+_KUEUE = Operator(
+    "kueue", "Kueue", "roles/scheduling/defaults/main.yml", "scheduling_kueue_chart_version",
+    (("kueue", "./cmd/kueue"),), ("charts/kueue",), module="sigs.k8s.io/kueue",
+    version_flags=("sigs.k8s.io/kueue/pkg/version.GitVersion=%(tag)s",
+                   "sigs.k8s.io/kueue/pkg/version.GitCommit=%(commit)s"),
+    # hack/helm-chart-package.sh: a promoted tag's images from registry.k8s.io at the tag, IfNotPresent
+    values_edits=(
+        ("values.yaml", r"us-central1-docker\.pkg\.dev/k8s-staging-images/kueue/", "registry.k8s.io/kueue/"),
+        ("values.yaml", r"tag: release-\d+\.\d+\n", "tag: %(tag)s\n"),
+        ("values.yaml", r"pullPolicy: Always\n", "pullPolicy: IfNotPresent\n")))
+_VOLCANO = Operator(
+    "volcano", "Volcano", "roles/scheduling/defaults/main.yml", "scheduling_volcano_chart_version",
+    (("vc-scheduler", "./cmd/scheduler"), ("vc-controller-manager", "./cmd/controller-manager"),
+     ("vc-webhook-manager", "./cmd/webhook-manager")),
+    ("installer/helm/chart/volcano",), archive="volcano",
+    version_flags=("volcano.sh/volcano/pkg/version.Version=%(tag)s",
+                   "volcano.sh/volcano/pkg/version.GitSHA=%(commit)s"),
+    # installer/dockerfile/webhook-manager/Dockerfile: the chart's admission-init Job runs
+    # ./gen-admission-secret.sh from the webhook manager's image (WORKDIR /)
+    image=(("installer/dockerfile/webhook-manager/gen-admission-secret.sh", "gen-admission-secret.sh"),),
+    app_version="%(bare)s", build_format="3")
+_KAI = Operator(
+    "kai-scheduler", "KAI Scheduler", "roles/scheduling/defaults/main.yml", "scheduling_kai_chart_version",
+    tuple((name, "./cmd/" + name) for name in KAI_BINARIES),
+    ("deployments/kai-scheduler",), archive="kai-scheduler",
+    version_flags=("github.com/NVIDIA/KAI-scheduler/pkg/scheduler/version.gitVersion=%(tag)s",
+                   "github.com/NVIDIA/KAI-scheduler/pkg/scheduler/version.gitCommit=%(commit)s",
+                   "github.com/NVIDIA/KAI-scheduler/pkg/scheduler/version.gitTreeState=clean"),
+    # deployments/crd-upgrader/Dockerfile: the chart's crd-upgrader hook Job runs /apply-crds.sh (kubectl
+    # server-side apply of /internal-crds, the chart's CRDs)
+    image=(("deployments/crd-upgrader/apply-crds.sh", "apply-crds.sh", 0o755),  # RUN chmod +x
+           ("deployments/kai-scheduler/crds", "internal-crds")),
+    chart_version="%(tag)s",
+    # .github/workflows/on-release.yaml: the images' registry
+    values_edits=(("values.yaml", r"registry/local/kai-scheduler", "ghcr.io/nvidia/kai-scheduler"),),
+    build_format="3")
+# v0.14.0 moved the project to kai-scheduler/KAI-Scheduler: the Go module (go.mod: github.com/kai-scheduler/
+# KAI-scheduler, so the version package's path) and the images' registry (.github/workflows/on-release.yaml's
+# DOCKER_REGISTRY ghcr.io/kai-scheduler/kai-scheduler).
+_KAI_016 = replace(
+    _KAI, since="v0.14.0",
+    version_flags=tuple(flag.replace("github.com/NVIDIA/KAI-scheduler", "github.com/kai-scheduler/KAI-scheduler")
+                        for flag in _KAI.version_flags),
+    values_edits=(("values.yaml", r"registry/local/kai-scheduler", "ghcr.io/kai-scheduler/kai-scheduler"),))
+_DRA_DRIVER = Operator(
+    "dra-driver", "NVIDIA DRA driver", "roles/dra_driver/defaults/main.yml", "dra_driver_chart_version",
+    (("compute-domain-controller", "./cmd/compute-domain-controller"),),
+    ("deployments/helm/nvidia-dra-driver-gpu",), archive="k8s-dra-driver-gpu",
+    version_flags=("github.com/NVIDIA/k8s-dra-driver-gpu/internal/info.version=%(tag)s",
+                   "github.com/NVIDIA/k8s-dra-driver-gpu/internal/info.gitCommit=%(commit)s"),
+    # deployments/container/Dockerfile: COPY /templates /templates (the compute-domain controller renders
+    # its daemons' DaemonSet and claim templates from them)
+    image=(("templates", "templates"),),
+    app_version="%(bare)s", build_format="2")
+# v0.4.0 moved the project to kubernetes-sigs/dra-driver-nvidia-gpu (module sigs.k8s.io/dra-driver-nvidia-gpu, its
+# Makefile's CLI_VERSION_PACKAGE $(MODULE)/internal/info) and renamed the chart dra-driver-nvidia-gpu.
+_DRA_DRIVER_04 = replace(
+    _DRA_DRIVER, since="v0.4.0", archive="dra-driver-nvidia-gpu", charts=("deployments/helm/dra-driver-nvidia-gpu",),
+    version_flags=("sigs.k8s.io/dra-driver-nvidia-gpu/internal/info.version=%(tag)s",
+                   "sigs.k8s.io/dra-driver-nvidia-gpu/internal/info.gitCommit=%(commit)s"))
+
+# Every operator's records, oldest first: the pinned version picks one (``record``).
+OPERATORS = (_GPU_OPERATOR, _GPU_OPERATOR_2607, _NETWORK_OPERATOR, _KUEUE, _VOLCANO, _KAI, _KAI_016, _DRA_DRIVER,
+             _DRA_DRIVER_04)
+NAMES = tuple(dict.fromkeys(operator.name for operator in OPERATORS))
+
+
+def _release(version):
+    return tuple(int(part) for part in re.findall(r"\d+", str(version).split("-", 1)[0])[:3])
+
+
+def record(name, project=None):
+    """The record that builds operator ``name`` at the version ``project``'s roles pin (this checkout's when None):
+    the newest whose ``since`` that version has reached."""
+    candidates = [replace(operator, project=project) for operator in OPERATORS if operator.name == name]
+    if not candidates:
+        raise ClusterError("no operator named %s: choose from %s" % (name, ", ".join(NAMES)))
+    version = _release(candidates[0].version())
+    return [operator for operator in candidates if _release(operator.since or "0") <= version][-1]
+
+
 
 
 def _formats(version, commit=""):
@@ -242,13 +287,8 @@ def _chart_yaml(archive):
 
 
 def _release_edits(operator, chart, formats):
-    """What the project's release script changes in the chart's values before it packages it; for a relabelled
-    version (``formats`` not the pin's), the pin's image tag in values.yaml moved to that version's."""
-    pinned = _formats(operator.version())
-    edits = list(operator.values_edits)
-    if formats["tag"] != pinned["tag"] and operator.relabel_values:
-        edits.append(("values.yaml", re.escape(operator.relabel_values % pinned) + r"\b", operator.relabel_values))
-    for relative, pattern, replacement in edits:
+    """What the project's release script changes in the chart's values before it packages it."""
+    for relative, pattern, replacement in operator.values_edits:
         path = chart / relative
         text, count = re.subn(pattern, replacement % formats, path.read_text(encoding="utf-8"))
         if not count:
@@ -257,10 +297,9 @@ def _release_edits(operator, chart, formats):
         path.write_text(text, encoding="utf-8")
 
 
-def _package(operator, chart, target, log, version=None):
-    """``helm package`` the chart folder ``chart`` into ``target`` at the pin, or at ``version`` (a relabelled
-    chart: ``v<version>``), helm's settings in a scratch home."""
-    formats = _formats(version or operator.version())
+def _package(operator, chart, target, log):
+    """``helm package`` the chart folder ``chart`` into ``target`` at the pin, helm's settings in a scratch home."""
+    formats = _formats(operator.version())
     env = {key: value for key, value in os.environ.items() if not key.startswith("HELM_") and key != "KUBECONFIG"}
     for name in ("HOME", "HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"):
         env[name] = str(chart.parent / "helm-home" / name.lower())
@@ -278,15 +317,14 @@ def _package(operator, chart, target, log, version=None):
                               "\n  ".join(tail), log))
 
 
-def _charts(target, relabelled=()):
-    """manifest.json's record of the packaged charts: name, version, appVersion, dependencies, subcharts inside; a
-    relabelled chart's key is ``<name>@<version>``."""
+def _charts(target):
+    """manifest.json's record of the packaged charts: name, version, appVersion, dependencies, subcharts inside."""
     charts = {}
     for archive in sorted(target.glob("*.tgz")):
         found = _chart_yaml(archive)
         top = found.pop("")
         version = str(top["version"])
-        charts[top["name"] + ("@" + version if version in relabelled else "")] = {
+        charts[top["name"]] = {
             "name": top["name"], "file": "charts/" + archive.name, "version": version,
             "appVersion": str(top.get("appVersion")),
             "dependencies": {str(d["name"]): str(d.get("version")) for d in top.get("dependencies") or []},
@@ -302,8 +340,10 @@ def _build(operator, go, staging, log, scratch):
     else:
         source, commit = _unpack(operator, scratch)
     ldflags = " ".join(["-s", "-w"] + ["-X " + flag % _formats(version, commit) for flag in operator.version_flags])
+    mod = ["-mod=vendor"] if operator.vendored else []  # after GOFLAGS' -mod=readonly, so it wins
     for binary, package in operator.binaries:
-        run_build([go, "build", "-trimpath", "-ldflags", ldflags, "-o", str(staging / binary), package], source, log,
+        run_build([go, "build"] + mod + ["-trimpath", "-ldflags", ldflags, "-o", str(staging / binary), package],
+                  source, log,
                   "%s (%s %s of the %s %s)" % (binary, package, "module" if operator.module else "in the archive",
                                                operator.title, version))
     for inside, path, *mode in operator.image:  # (path in the source, path in the image[, mode its Dockerfile sets])
@@ -314,11 +354,7 @@ def _build(operator, go, staging, log, scratch):
         chart = scratch / "charts" / Path(folder).name
         _copy(source / folder, chart)
         _package(operator, chart, staging / "charts", log)
-        for version in operator.relabelled:
-            again = scratch / "relabelled" / version / Path(folder).name
-            _copy(source / folder, again)
-            _package(operator, again, staging / "charts", log, version="v" + version)
-    return {"charts": _charts(staging / "charts", operator.relabelled),
+    return {"charts": _charts(staging / "charts"),
             "source": dict(operator.source_id(), commit=commit)}
 
 
@@ -347,4 +383,6 @@ def entry(operator):
                  build, inputs=inputs, make="operators-build")
 
 
-ENTRIES = {operator.name: entry(operator) for operator in OPERATORS}
+def entry_for(name, project=None):
+    """The cache entry of operator ``name`` at the release ``project``'s roles pin (this checkout's when None)."""
+    return entry(record(name, project))

@@ -13,6 +13,7 @@ import re
 
 import pytest
 import yaml
+from local_gpu_cluster import pins
 
 from tests.docs.doc_repository import ROOT
 
@@ -26,8 +27,8 @@ OPERATOR_OF = {"gpu_operator_chart_version": "gpu-operator", "network_operator_c
 
 
 def _default(role, name):
-    with open(os.path.join(ROOT, "roles", role, "defaults", "main.yml"), encoding="utf-8") as handle:
-        return str(yaml.safe_load(handle)[name])
+    """The role's pin as the version it stands for (the release pair's, local_gpu_cluster.pins)."""
+    return str(pins.role_defaults(role, ROOT)[name])
 
 
 PINS = {"gpu-operator": _default("gpu_operator", "gpu_operator_chart_version"),

@@ -23,6 +23,7 @@ import tempfile
 
 import pytest
 import yaml
+from local_gpu_cluster import pins
 
 from tests.schema.crdschema_syntax import REPO_ROOT, UPSTREAM_DIR
 
@@ -48,8 +49,7 @@ PINS = {
 def pinned_version(chart):
     """The chart version the role installs (its defaults/main.yml), as written there (v26.3.3, 26.4.0)."""
     pin = PINS[chart]
-    with open(REPO_ROOT / "roles" / pin.role / "defaults" / "main.yml", encoding="utf-8") as handle:
-        return str(yaml.safe_load(handle)[pin.variable])
+    return str(pins.role_defaults(pin.role, REPO_ROOT)[pin.variable])
 
 
 def archive_path(chart):

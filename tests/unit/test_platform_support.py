@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from local_gpu_cluster import pins
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import support as ps
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import versions
@@ -25,7 +26,8 @@ def node(name, os_image="Ubuntu 24.04.2 LTS", runtime="containerd://1.7.27", gpu
 
 
 def role_default(role, key):
-    return yaml.safe_load((ROOT / "roles" / role / "defaults" / "main.yml").read_text())[key]
+    """A role default as the version it stands for (the release pair's, for the two operators' chart versions)."""
+    return pins.role_defaults(role, ROOT)[key]
 
 
 def test_the_default_pair_is_known_good_for_rdma_on_the_local_cluster_version():
