@@ -47,7 +47,8 @@ MIG_CONFIG, MIG_STATE = "nvidia.com/mig.config", "nvidia.com/mig.config.state"
 DEPLOY_DEVICE_PLUGIN = "nvidia.com/gpu.deploy.device-plugin"
 MELLANOX = "feature.node.kubernetes.io/pci-15b3.present"
 
-# agent -> the labels of its component's pods (every one must match; a value ending in "*" is a prefix)
+# agent -> the labels of its component's pods (every one must match; a value ending in "*" is a prefix), or a tuple
+# of such label sets, one per release that labels them differently
 AGENTS = {
     "nfd-worker": {"app.kubernetes.io/name": "node-feature-discovery", "role": "worker"},
     "gpu-feature-discovery": {"app": "gpu-feature-discovery"},
@@ -58,7 +59,10 @@ AGENTS = {
     "peermem": {"app.kubernetes.io/name": "nvidia-peermem-loader"},
     "rdma-shared-device-plugin": {"app": "rdma-shared-dp"},
     "sriov-device-plugin": {"app": "sriovdp"},
-    "dra-kubelet-plugin": {"nvidia-dra-driver-gpu-component": "kubelet-plugin"},
+    # the chart's selector label is named after the chart: nvidia-dra-driver-gpu until 25.12.0, dra-driver-nvidia-gpu
+    # from 0.4.0
+    "dra-kubelet-plugin": ({"nvidia-dra-driver-gpu-component": "kubelet-plugin"},
+                           {"dra-driver-nvidia-gpu-component": "kubelet-plugin"}),
 }
 RESOURCE_API = "resource.k8s.io/v1"
 HOST_DRIVER_ROOT, OPERATOR_DRIVER_ROOT = "/", "/run/nvidia/driver"
@@ -67,9 +71,10 @@ HOST_DRIVER_ROOT, OPERATOR_DRIVER_ROOT = "/", "/run/nvidia/driver"
 def agent_of(pod):
     labels = pod["metadata"].get("labels") or {}
     for agent, wanted in AGENTS.items():
-        if all(labels.get(k) == v or (v.endswith("*") and (labels.get(k) or "").startswith(v[:-1]))
-               for k, v in wanted.items()):
-            return agent
+        for labelled in wanted if isinstance(wanted, tuple) else (wanted,):
+            if all(labels.get(k) == v or (v.endswith("*") and (labels.get(k) or "").startswith(v[:-1]))
+                   for k, v in labelled.items()):
+                return agent
     return None
 
 

@@ -63,11 +63,15 @@ class Operator:  # pylint: disable=too-many-instance-attributes
     values_edits: tuple = ()  # (file in the chart, pattern, replacement): what the project's release script changes
     build_format: str = FORMAT  # this operator's entry's format (bump when its build alone changes)
     since: str = ""  # the first release this record builds (the records of one operator, oldest first)
+    until: str = ""  # and the first it does not (a renumbering: the DRA driver's 25.12.0 came before its 0.4.0)
     vendored: bool = False  # built from the source's vendor/ (-mod=vendor), not from the module proxy
     project: object = None  # the checkout whose role defaults pin it (None: this one, paths.PROJECT)
+    tag: str = ""  # or: the release to build, whatever the pins say (``at``)
 
     def version(self):
         """The pinned tag (``v`` and the role's chart version)."""
+        if self.tag:
+            return self.tag
         path = Path(self.project or ROOT) / self.defaults
         value = role_defaults(path, self.project).get(self.pin)
         if not value:
@@ -99,7 +103,10 @@ class Operator:  # pylint: disable=too-many-instance-attributes
 
 _GPU_OPERATOR = Operator(
     "gpu-operator", "GPU Operator", "roles/gpu_operator/defaults/main.yml", "gpu_operator_chart_version",
-    (("gpu-operator", "./cmd/gpu-operator"),), ("deployments/gpu-operator",), archive="gpu-operator",
+    # manage-crds: the chart's pre-upgrade hook Job (templates/upgrade_crd.yaml, operator.upgradeCRD) runs it to apply
+    # the image's CRDs (helm upgrade leaves crds/ alone)
+    (("gpu-operator", "./cmd/gpu-operator"), ("manage-crds", "./cmd/manage-crds")), ("deployments/gpu-operator",),
+    archive="gpu-operator",
     version_flags=("github.com/NVIDIA/gpu-operator/internal/info.version=%(tag)s",
                    "github.com/NVIDIA/gpu-operator/internal/info.gitCommit=%(commit)s"),
     # docker/Dockerfile: COPY assets /opt/gpu-operator/, manifests, validator/manifests and the CRDs
@@ -111,13 +118,11 @@ _GPU_OPERATOR = Operator(
             "opt/gpu-operator/nvidia.com_nvidiadrivers.yaml"),
            ("deployments/gpu-operator/charts/node-feature-discovery/crds/nfd-api-crds.yaml",
             "opt/gpu-operator/nfd-api-crds.yaml")),
-    chart_version="%(tag)s")
+    chart_version="%(tag)s", build_format="2")
 # v26.7.0: built from its vendor/ (the module proxy refuses one of its dependencies; its Dockerfile copies vendor/ and
-# builds from it), with manage-crds, which the chart's pre-upgrade hook Job (templates/upgrade_crd.yaml) runs to
-# apply the image's CRDs: the GPUCluster CRD is new in it (docker/Dockerfile copies it to /opt/gpu-operator).
+# builds from it); the GPUCluster CRD is new in its image (docker/Dockerfile copies it to /opt/gpu-operator).
 _GPU_OPERATOR_2607 = replace(
     _GPU_OPERATOR, since="v26.7.0", vendored=True,
-    binaries=(("gpu-operator", "./cmd/gpu-operator"), ("manage-crds", "./cmd/manage-crds")),
     image=_GPU_OPERATOR.image + (("deployments/gpu-operator/crds/nvidia.com_gpuclusters.yaml",
                                   "opt/gpu-operator/nvidia.com_gpuclusters.yaml"),))
 _NETWORK_OPERATOR = Operator(
@@ -189,9 +194,10 @@ _DRA_DRIVER = Operator(
     image=(("templates", "templates"),),
     app_version="%(bare)s", build_format="2")
 # v0.4.0 moved the project to kubernetes-sigs/dra-driver-nvidia-gpu (module sigs.k8s.io/dra-driver-nvidia-gpu, its
-# Makefile's CLI_VERSION_PACKAGE $(MODULE)/internal/info) and renamed the chart dra-driver-nvidia-gpu.
+# Makefile's CLI_VERSION_PACKAGE $(MODULE)/internal/info) and renamed the chart dra-driver-nvidia-gpu; it also
+# renumbered the releases (calendar 25.3.0 ... 25.12.0 before, semantic 0.4.0 after: RELEASE.md).
 _DRA_DRIVER_04 = replace(
-    _DRA_DRIVER, since="v0.4.0", archive="dra-driver-nvidia-gpu", charts=("deployments/helm/dra-driver-nvidia-gpu",),
+    _DRA_DRIVER, since="v0.4.0", until="v25.0.0", archive="dra-driver-nvidia-gpu", charts=("deployments/helm/dra-driver-nvidia-gpu",),
     version_flags=("sigs.k8s.io/dra-driver-nvidia-gpu/internal/info.version=%(tag)s",
                    "sigs.k8s.io/dra-driver-nvidia-gpu/internal/info.gitCommit=%(commit)s"))
 
@@ -205,16 +211,28 @@ def _release(version):
     return tuple(int(part) for part in re.findall(r"\d+", str(version).split("-", 1)[0])[:3])
 
 
-def record(name, project=None):
-    """The record that builds operator ``name`` at the version ``project``'s roles pin (this checkout's when None):
-    the newest whose ``since`` that version has reached."""
-    candidates = [replace(operator, project=project) for operator in OPERATORS if operator.name == name]
+def _line(name, version):
+    """The record of operator ``name`` that builds ``version``: the newest whose ``since`` it has reached."""
+    candidates = [operator for operator in OPERATORS if operator.name == name]
     if not candidates:
         raise ClusterError("no operator named %s: choose from %s" % (name, ", ".join(NAMES)))
-    version = _release(candidates[0].version())
-    return [operator for operator in candidates if _release(operator.since or "0") <= version][-1]
+    release = _release(version)
+    fits = [operator for operator in candidates if _release(operator.since or "0") <= release
+            and (not operator.until or release < _release(operator.until))]
+    if not fits:
+        raise ClusterError("no build of the %s %s is known here (%s)" % (candidates[0].title, version, __name__))
+    return fits[-1]
 
 
+def record(name, project=None):
+    """The record that builds operator ``name`` at the version ``project``'s roles pin (this checkout's when None)."""
+    version = replace(_line(name, "0"), project=project).version()
+    return replace(_line(name, version), project=project)
+
+
+def at(name, version):
+    """The record that builds operator ``name`` at ``version`` (``v`` and the release), whatever the roles pin."""
+    return replace(_line(name, version), tag="v" + str(version).lstrip("v"))
 
 
 def _formats(version, commit=""):

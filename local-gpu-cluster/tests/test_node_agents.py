@@ -146,7 +146,8 @@ def _bare_node(fake, name="aks-gpu-1", declared=None):
 
 
 def _pod(fake, agent, node, namespace="gpu-operator", suffix="", env=None):
-    labels = {k: v.replace("*", "ubuntu22.04") for k, v in AGENTS[agent].items()}
+    wanted = AGENTS[agent][-1] if isinstance(AGENTS[agent], tuple) else AGENTS[agent]  # a release's: the newest
+    labels = {k: v.replace("*", "ubuntu22.04") for k, v in wanted.items()}
     name = "%s-%s%s" % (agent, node, suffix)
     spec = {"nodeName": node, "containers": [{"name": "c", "image": "img:1"}]}
     if env:
@@ -272,9 +273,9 @@ def _slices(fake, node="aks-gpu-1"):
 
 def test_the_dra_kubelet_plugin_publishes_its_nodes_slice_once_the_driver_is_under_its_root(fake, agents):
     _bare_node(fake)
-    plugin = _pod(fake, "dra-kubelet-plugin", "aks-gpu-1", "nvidia-dra-driver-gpu",
+    plugin = _pod(fake, "dra-kubelet-plugin", "aks-gpu-1", "dra-driver-nvidia-gpu",
                   env={"NVIDIA_DRIVER_ROOT": "/run/nvidia/driver"})
-    wait_until(lambda: not _ready(fake, plugin, "nvidia-dra-driver-gpu"), what="no driver: not Ready")
+    wait_until(lambda: not _ready(fake, plugin, "dra-driver-nvidia-gpu"), what="no driver: not Ready")
     assert agents.settle()
     assert _slices(fake) == []
     fake.store.patch("nvidia.com/v1", "ClusterPolicy", "cluster-policy", {"spec": {"driver": {"version": "580.126.20"}}})
@@ -283,23 +284,23 @@ def test_the_dra_kubelet_plugin_publishes_its_nodes_slice_once_the_driver_is_und
     spec = _slices(fake)[0]["spec"]
     assert (spec["driver"], spec["pool"]["name"], len(spec["devices"])) == ("gpu.nvidia.com", "aks-gpu-1", 8)
     assert spec["devices"][0]["attributes"]["driverVersion"] == {"version": "580.126.20"}
-    assert _ready(fake, plugin, "nvidia-dra-driver-gpu")
-    fake.store.delete("v1", "Pod", plugin, "nvidia-dra-driver-gpu")
+    assert _ready(fake, plugin, "dra-driver-nvidia-gpu")
+    fake.store.delete("v1", "Pod", plugin, "dra-driver-nvidia-gpu")
     wait_until(lambda: _slices(fake) == [], what="the slice gone with the plugin")
 
 
 def test_the_dra_kubelet_plugin_pointed_at_the_wrong_driver_root_never_starts(fake, agents):
     _bare_node(fake, declared=dict(H100_AKS, driver={"version": "570.195.03", "installed_by": "aks"}))
-    plugin = _pod(fake, "dra-kubelet-plugin", "aks-gpu-1", "nvidia-dra-driver-gpu",
+    plugin = _pod(fake, "dra-kubelet-plugin", "aks-gpu-1", "dra-driver-nvidia-gpu",
                   env={"NVIDIA_DRIVER_ROOT": "/run/nvidia/driver"})  # the host's driver is at /
-    wait_until(lambda: not _ready(fake, plugin, "nvidia-dra-driver-gpu"), what="waiting for a driver")
-    status = fake.store.get("v1", "Pod", plugin, "nvidia-dra-driver-gpu")["status"]["containerStatuses"][0]
+    wait_until(lambda: not _ready(fake, plugin, "dra-driver-nvidia-gpu"), what="waiting for a driver")
+    status = fake.store.get("v1", "Pod", plugin, "dra-driver-nvidia-gpu")["status"]["containerStatuses"][0]
     assert "no driver under NVIDIA_DRIVER_ROOT=/run/nvidia/driver (the driver is at /)" in \
         status["state"]["waiting"]["message"]
     assert agents.settle()
     assert _slices(fake) == []
-    fake.store.delete("v1", "Pod", plugin, "nvidia-dra-driver-gpu")
-    plugin = _pod(fake, "dra-kubelet-plugin", "aks-gpu-1", "nvidia-dra-driver-gpu", suffix="-b",
+    fake.store.delete("v1", "Pod", plugin, "dra-driver-nvidia-gpu")
+    plugin = _pod(fake, "dra-kubelet-plugin", "aks-gpu-1", "dra-driver-nvidia-gpu", suffix="-b",
                   env={"NVIDIA_DRIVER_ROOT": "/"})
     wait_until(lambda: _slices(fake), what="the slice with the right root")
     assert _slices(fake)[0]["spec"]["devices"][0]["attributes"]["driverVersion"] == {"version": "570.195.3"}

@@ -8,8 +8,9 @@ import pytest
 import yaml
 
 from local_gpu_cluster.fleet import write_kwok_config
-from local_gpu_cluster.operator_processes import (SA_DIR, TOOLS, VolumeNotReady, command_line, configure_process, expand,
-                                                  expanded, held_jobs, pod_volumes, process_of, readiness_url)
+from local_gpu_cluster.operator_processes import (SA_DIR, TOOLS, VolumeNotReady, build_for, command_line,
+                                                  configure_process, expand, expanded, held_jobs, pod_volumes,
+                                                  process_of, readiness_url)
 
 
 def pod(labels):
@@ -132,7 +133,8 @@ def test_readiness_is_the_containers_probe_at_the_processs_port():
 
 
 def test_only_a_real_operators_jobs_are_held_from_kwok():
-    assert held_jobs(["gpu-operator", "kueue"]) == []
+    assert held_jobs(["kueue"]) == []
+    assert held_jobs(["gpu-operator", "kueue"]) == ["gpu-operator-upgrade-crd"]
     assert held_jobs(["volcano"]) == ["volcano-admission-init"]
     spec = process_of({"metadata": {"labels": {"batch.kubernetes.io/job-name": "volcano-admission-init"}}})
     assert spec.job and spec.command and spec.image_shell == "/bin/bash"
@@ -144,7 +146,8 @@ def test_only_a_real_operators_jobs_are_held_from_kwok():
 
 
 def test_kais_crd_upgrader_runs_its_images_command_on_the_machines_userland_read_only(tmp_path):
-    assert held_jobs(["kai-scheduler"]) == ["crd-upgrader", "post-delete-cleanup", "topology-migration"]
+    assert held_jobs(["kai-scheduler"]) == ["crd-upgrader", "kai-config-deployer", "post-delete-cleanup",
+                                            "topology-migration"]
     spec = process_of({"metadata": {"labels": {"batch.kubernetes.io/job-name": "crd-upgrader", "app": "crd-upgrader"}}})
     build = tmp_path / "build"
     (build / "image" / "internal-crds").mkdir(parents=True)
@@ -170,7 +173,7 @@ def test_kwok_completes_every_jobs_pod_but_those_a_real_process_ends(tmp_path):
             "values": ["volcano-admission-init"]}
     assert held in stages["gpu-platform-job-pod-complete"] and held in stages["gpu-platform-smoke-job-pod-complete"]
     assert held not in stages["gpu-platform-bare-pod-complete"]
-    write_kwok_config(tmp_path, [], held_jobs(["gpu-operator"]))
+    write_kwok_config(tmp_path, [], held_jobs(["kueue"]))
     assert "NotIn" not in (tmp_path / "kwok.yaml").read_text()
 
 
@@ -198,3 +201,51 @@ def test_the_compute_domain_controller_runs_from_the_images_path_with_its_templa
         in script
     assert "mount --bind %s %s/templates" % (build / "image" / "templates", root) in script
     assert script.endswith("--wd=/ compute-domain-controller -v 4")
+
+
+def _build(tmp_path, name, version):
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "manifest.json").write_text('{"pins": {"version": "%s"}}' % version)
+    return folder
+
+
+def test_of_two_releases_built_the_image_tag_picks_the_process(tmp_path):
+    """The upgrade from release 0.2.0 runs both releases' builds: each pod gets the one its image tag names, and a
+    tag no build has is an error naming the builds (the pod then shows it instead of running the wrong binary)."""
+    spec = process_of(pod({"app": "gpu-operator", "app.kubernetes.io/component": "gpu-operator"}))
+    builds = {"gpu-operator": _build(tmp_path, "new", "v26.7.0"),
+              "gpu-operator@v26.3.3": _build(tmp_path, "old", "v26.3.3"), "kueue": _build(tmp_path, "k", "v0.19.2")}
+    assert build_for(builds, spec, {"image": "nvcr.io/nvidia/gpu-operator:v26.3.3"}) == tmp_path / "old"
+    assert build_for(builds, spec, {"image": "mirror.example/nvidia/gpu-operator:v26.7.0"}) == tmp_path / "new"
+    with pytest.raises(ValueError, match=r"no build of the gpu-operator for image tag v26.3.2 \(builds: gpu-operator, "
+                                         r"gpu-operator@v26.3.3\)"):
+        build_for(builds, spec, {"image": "nvcr.io/nvidia/gpu-operator:v26.3.2"})
+    # one build: whatever the tag (a mirror's retag, a digest)
+    assert build_for({"gpu-operator": tmp_path / "new"}, spec, {"image": "x@sha256:abc"}) == tmp_path / "new"
+    assert held_jobs(["gpu-operator@v26.3.3"]) == held_jobs(["gpu-operator"])
+
+
+def test_the_gpu_operators_crd_upgrade_hook_runs_manage_crds_in_its_image(tmp_path):
+    """templates/upgrade_crd.yaml's Job: /usr/bin/manage-crds apply on the image's /opt/gpu-operator CRDs."""
+    spec = process_of(pod({"batch.kubernetes.io/job-name": "gpu-operator-upgrade-crd",
+                           "app.kubernetes.io/component": "gpu-operator"}))
+    assert spec.name == "gpu-operator" and spec.job and spec.binary == "manage-crds"
+    assert "gpu-operator-upgrade-crd" in held_jobs(["gpu-operator"])
+    build = tmp_path / "build"
+    (build / "image" / "opt" / "gpu-operator").mkdir(parents=True)
+    (build / "manage-crds").write_text("")
+    container = {"command": ["/usr/bin/manage-crds"],
+                 "args": ["apply", "--filepath=/opt/gpu-operator/nvidia.com_clusterpolicies.yaml"]}
+    script = command_line(spec, build, container, {}, tmp_path / "pod" / "serviceaccount")[-1]
+    assert "mount --bind %s %s/usr/bin/manage-crds" % (build / "manage-crds", tmp_path / "pod" / "root") in script
+    assert "mount --bind %s %s/opt" % (build / "image" / "opt", tmp_path / "pod" / "root") in script
+    assert script.endswith("/usr/bin/manage-crds apply --filepath=/opt/gpu-operator/nvidia.com_clusterpolicies.yaml")
+
+
+def test_the_renamed_dra_charts_controller_gets_its_metrics_endpoint_on_loopback():
+    """dra-driver-nvidia-gpu 0.4.x labels its controller after the new chart name and binds HTTP_ENDPOINT :8080."""
+    spec = process_of(pod({"dra-driver-nvidia-gpu-component": "controller"}))
+    assert spec.name == "dra-driver" and spec.serves == {"metrics": 8080}
+    assert {name: address % 41234 for name, address, _port in spec.env_ports} == {"HTTP_ENDPOINT": "127.0.0.1:41234"}
+    assert process_of(pod({"batch.kubernetes.io/job-name": "kai-config-deployer"})).volumes

@@ -104,7 +104,7 @@ def test_a_module_source_is_keyed_by_its_version(monkeypatch, tmp_path):
     defaults = root / "roles" / "scheduling" / "defaults" / "main.yml"
     defaults.write_text("scheduling_kueue_chart_version: \"0.19.2\"\n")
     monkeypatch.setattr(operators, "ROOT", root)
-    kueue = operators.ENTRIES["kueue"]
+    kueue = operators.entry_for("kueue")
     assert kueue.inputs() == ["module sigs.k8s.io/kueue@v0.19.2"]
     key = build.cache_key(go, kueue)
     defaults.write_text("scheduling_kueue_chart_version: \"0.19.3\"\n")
@@ -178,17 +178,40 @@ def test_an_unknown_operator_is_refused_before_anything_is_built(tmp_path):
                           cwd=str(PROJECT), env=env, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == "cluster-build: no operator named gpu-operatr: choose from " + ", ".join(
-        operators.ENTRIES)
+        operators.NAMES)
 
 
-ARCHIVED = [operator for operator in operators.OPERATORS if operator.archive]
+def _archived():
+    """Each operator's record at every release whose source archive is in ../shared/upstream/src (the pins', the
+    previous release's and the others there): the record that version picks, if it builds from that archive."""
+    found = []
+    for path in sorted(operators.UPSTREAM_SRC.glob("*.tar.xz")) if operators.UPSTREAM_SRC.is_dir() else ():
+        project, _sep, version = path.name[:-len(".tar.xz")].rpartition("-v")
+        for name in operators.NAMES:
+            operator = operators.at(name, version)
+            if operator.archive == project:
+                found.append(operator)
+    return found
+
+
+ARCHIVED = _archived()
+
+
+def test_every_pin_has_an_archive_and_a_record_that_builds_from_it():
+    """The roles' pins each pick a record whose archive is there (what the parametrized test below reads)."""
+    if not operators.UPSTREAM_SRC.is_dir():
+        pytest.skip("../shared/upstream/src is not beside the checkout")
+    for name in operators.NAMES:
+        operator = operators.record(name)
+        if operator.archive:
+            assert (operator.name, operator.version()) in {(o.name, o.version()) for o in ARCHIVED}, name
 
 
 @pytest.mark.skipif(not operators.UPSTREAM_SRC.is_dir(), reason="../shared/upstream/src is not beside the checkout")
-@pytest.mark.parametrize("operator", ARCHIVED, ids=[operator.name for operator in ARCHIVED])
-def test_the_pinned_archive_holds_what_the_build_takes(operator):
-    """The roles' pin names an archive that is there, with the packages, image files, charts and release edits the
-    build uses (read from the archive's member list; nothing is built)."""
+@pytest.mark.parametrize("operator", ARCHIVED, ids=["%s-%s" % (o.name, o.version()) for o in ARCHIVED])
+def test_the_archive_holds_what_the_build_takes(operator):
+    """Each release's archive (the pins', release 0.2.0's and the others there) has the packages, image files, charts
+    and release edits its record's build uses (read from the archive's member list; nothing is built)."""
     path = operator.archive_path()
     with tarfile.open(path, "r:xz") as archive:
         names = {member.name for member in archive.getmembers()}

@@ -29,7 +29,7 @@ from tests.playbooks.conftest import PlayResult, site_env
 
 pytestmark = pytest.mark.slow
 INVENTORY = ROOT / "inventories" / "cluster"
-OUR_NAMESPACES = ("gpu-operator", "nvidia-network-operator", "volcano-system", "kueue-system", "nvidia-dra-driver-gpu")
+OUR_NAMESPACES = ("gpu-operator", "nvidia-network-operator", "volcano-system", "kueue-system", "dra-driver-nvidia-gpu")
 # docs/uninstall.md: the MIG layout and its nvidia.com/mig.config label stay (the partitions persist on the GPUs),
 # and so do the teams' namespaces; every other label and object of ours goes.
 # The upgrade starts from the pins and goes to the Network Operator's next patch (served by the local chart
@@ -484,7 +484,7 @@ def test_site_with_the_kai_scheduler_and_compute_domains_converges_then_changes_
     config = site.get("kai.scheduler/v1", "Config", "kai-config")
     assert _condition(config, "Ready")["status"] == "True", config.get("status")  # the real operator's verdict
     for name, namespace in [(n, "kai-scheduler") for n in KAI_COMPONENTS] + [
-            ("nvidia-dra-driver-gpu-controller", "nvidia-dra-driver-gpu")]:
+            ("dra-driver-nvidia-gpu-controller", "dra-driver-nvidia-gpu")]:
         deployment = site.get("apps/v1", "Deployment", name, namespace)
         assert deployment and deployment["status"].get("availableReplicas") == 1, (name, deployment and deployment["status"])
 
@@ -547,7 +547,7 @@ def test_a_compute_domain_gets_its_channel_template_and_daemon_set_from_the_real
     spec names, in its namespace, and its IMEX daemons' DaemonSet (selecting the nodes the domain's pods will be
     placed on) in the driver's namespace, from its own templates; both go when the domain is deleted. The daemons
     themselves need NVLink hardware (none here: the DaemonSet selects no node)."""
-    if site.get("apps/v1", "Deployment", "nvidia-dra-driver-gpu-controller", "nvidia-dra-driver-gpu") is None:
+    if site.get("apps/v1", "Deployment", "dra-driver-nvidia-gpu-controller", "dra-driver-nvidia-gpu") is None:
         pytest.skip("ComputeDomains are not enabled on this cluster (the test before did not converge)")
     domains = site.dyn.resources.get(api_version="resource.nvidia.com/v1beta1", kind="ComputeDomain")
     domain = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
@@ -556,7 +556,7 @@ def test_a_compute_domain_gets_its_channel_template_and_daemon_set_from_the_real
     uid = domains.create(body=domain, namespace="vision").to_dict()["metadata"]["uid"]
 
     def daemon_sets():
-        return [d for d in site.list("apps/v1", "DaemonSet", "nvidia-dra-driver-gpu")
+        return [d for d in site.list("apps/v1", "DaemonSet", "dra-driver-nvidia-gpu")
                 if uid in d["metadata"]["name"]]
     try:
         deadline = time.monotonic() + 60
@@ -581,7 +581,7 @@ def test_uninstall_leaves_nothing_of_kai_or_the_compute_domains(site):
                        "-e", "gpu_platform_uninstall_crds=true")
     assert removed.failed == 0, removed.failure_messages() or removed.debug_text()
     left = [ns["metadata"]["name"] for ns in site.list("v1", "Namespace")
-            if ns["metadata"]["name"] in ("kai-scheduler", "kai-resource-reservation", "nvidia-dra-driver-gpu")
+            if ns["metadata"]["name"] in ("kai-scheduler", "kai-resource-reservation", "dra-driver-nvidia-gpu")
             and ns["status"]["phase"] != "Terminating"]
     assert left == []
     assert not [crd["metadata"]["name"] for crd in site.list("apiextensions.k8s.io/v1", "CustomResourceDefinition")

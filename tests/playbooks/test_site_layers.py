@@ -176,7 +176,7 @@ def test_dra_moves_the_chosen_nodes_and_keeps_the_device_plugin_off_them(direct_
     assert moved["nvidia.com/dra-kubelet-plugin"] == "true" and moved["nvidia.com/gpu.deploy.device-plugin"] == "false"
     kept = api.store.get("v1", "Node", "gpu-node-1")["metadata"]["labels"]
     assert "nvidia.com/dra-kubelet-plugin" not in kept and "nvidia.com/gpu.deploy.device-plugin" not in kept
-    controller = api.store.get("apps/v1", "Deployment", "nvidia-dra-driver-gpu-controller", "nvidia-dra-driver-gpu")
+    controller = api.store.get("apps/v1", "Deployment", "dra-driver-nvidia-gpu-controller", "dra-driver-nvidia-gpu")
     assert controller["metadata"]["annotations"]["driver-root"] == "/run/nvidia/driver"  # the operator's driver
     env = api.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")["spec"]["driver"]["manager"]["env"]
     assert {"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": "nvidia.com/dra-kubelet-plugin"} in env

@@ -71,14 +71,14 @@ def test_uninstall_removes_the_layers_in_reverse_order_once(direct_site):
              first(order, "/secrets/sh.helm.release.v1.kueue.v1"),
              first(order, "/queues/vision"),                       # Volcano's queue goes after its release
              first(order, "/namespaces/kueue-system"),
-             first(order, "/secrets/sh.helm.release.v1.nvidia-dra-driver-gpu.v1"),
+             first(order, "/secrets/sh.helm.release.v1.dra-driver-nvidia-gpu.v1"),
              first(order, "/configmaps/time-slicing-config"),
              first(order, "/secrets/sh.helm.release.v1.gpu-operator.v1"),
              first(order, "/namespaces/gpu-operator"),
              first(order, "/namespaces/nvidia-peermem")]
     assert steps == sorted(steps), order
     # Helm waited: the operator's own objects are gone with their release, and so are the namespaces.
-    for namespace in ("gpu-operator", "volcano-system", "kueue-system", "nvidia-dra-driver-gpu", "gpu-platform-smoke"):
+    for namespace in ("gpu-operator", "volcano-system", "kueue-system", "dra-driver-nvidia-gpu", "gpu-platform-smoke"):
         assert api.store.get("v1", "Namespace", namespace) is None, namespace
     assert api.store.list("v1", "Secret", label_selector="owner=helm") == []
     assert api.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy") is None

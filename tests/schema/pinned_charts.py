@@ -2,7 +2,7 @@
 
 shared/upstream/<chart>/values.default.yaml holds one release of each chart (GPU Operator v26.7.0, Network Operator
 26.4.1, see shared/upstream/README.md), which need not be the release a role installs (gpu_operator_chart_version
-v26.3.3, network_operator_chart_version 26.4.0). Helm silently ignores a value the chart does not have, so the
+v26.3.3, network_operator_chart_version 26.4.0 with the aks-guide pair). Helm silently ignores a value the chart does not have, so the
 values the roles set are checked against the chart they pin: its values.yaml, read out of the ``git archive`` of the
 pinned tag in shared/upstream/src (``<project>-v<version>.tar.xz``, the tag as its top folder). The version is read
 from the role's defaults, so a new pin is checked against its own chart (and needs its archive).
@@ -36,8 +36,8 @@ PINS = {
                         "deployments/gpu-operator/values.yaml"),
     "network-operator": Pin("network_operator", "network_operator_chart_version", "network-operator",
                             "deployment/network-operator/values.yaml"),
-    "nvidia-dra-driver-gpu": Pin("dra_driver", "dra_driver_chart_version", "k8s-dra-driver-gpu",
-                                 "deployments/helm/nvidia-dra-driver-gpu/values.yaml"),
+    "dra-driver-nvidia-gpu": Pin("dra_driver", "dra_driver_chart_version", "dra-driver-nvidia-gpu",
+                                 "deployments/helm/dra-driver-nvidia-gpu/values.yaml"),
     "volcano": Pin("scheduling", "scheduling_volcano_chart_version", "volcano",
                    "installer/helm/chart/volcano/values.yaml"),
     "kai-scheduler": Pin("scheduling", "scheduling_kai_chart_version", "kai-scheduler",

@@ -1,5 +1,6 @@
 """The dra_driver layer against upstream data: every chart value it sets exists in the DRA driver chart's
-values.yaml (the pinned 25.12.0, and the renamed 0.4.0 chart), every GPU Operator value exists in the pinned chart,
+values.yaml (the pinned dra-driver-nvidia-gpu 0.4.1, 0.4.0, and release 0.2.0's nvidia-dra-driver-gpu 25.12.0), every
+GPU Operator value exists in the pinned chart,
 and the example claim objects survive a round trip through the kubernetes client's resource.k8s.io/v1 and
 core/v1 models without losing a field."""
 from __future__ import annotations
@@ -17,14 +18,15 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operat
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode
 from tests.schema import crdschema, pinned_charts
 
-# The pinned chart (dra_driver_chart_version, from its source archive) and the renamed 0.4.0 chart it would move to.
-DRA_VALUES = ("pinned", "values.default.v0.4.0.yaml")
+# The pinned chart (dra_driver_chart_version, from its source archive), 0.4.0's, and the 25.12.0 chart of release
+# 0.2.0 (the chart before the rename, which playbooks/upgrade.yml moves from).
+DRA_VALUES = ("pinned", "values.default.v0.4.0.yaml", "values.default.yaml")
 
 
 @pytest.fixture(scope="module", params=DRA_VALUES)
 def dra_defaults(request, shared_dir):
     if request.param == "pinned":
-        return pinned_charts.values_path("nvidia-dra-driver-gpu")
+        return pinned_charts.values_path("dra-driver-nvidia-gpu")
     return os.path.join(shared_dir, "upstream", "dra-driver", request.param)
 
 
@@ -55,7 +57,7 @@ def test_every_chart_key_exists(settings, dra_defaults):
 
 def test_values_set_what_the_chart_defaults_get_wrong():
     """The chart's own defaults would fail to render GPU allocation (override off) or guess the API version."""
-    defaults = pinned_charts.values("nvidia-dra-driver-gpu")
+    defaults = pinned_charts.values("dra-driver-nvidia-gpu")
     values = dra.values({"driver_root": "", "driver_owner": "operator", "gpus_enabled": True,
                          "compute_domains_enabled": False})
     assert defaults["gpuResourcesEnabledOverride"] is False and values["gpuResourcesEnabledOverride"] is True

@@ -8,7 +8,7 @@ import pytest
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import images
 from tests.schema import crdschema, pinned_charts
 
-CHARTS = ("gpu-operator", "network-operator", "nvidia-dra-driver-gpu")
+CHARTS = ("gpu-operator", "network-operator", "dra-driver-nvidia-gpu")
 
 
 def image_values(node, path=()):
@@ -30,7 +30,7 @@ def covered(path, chart):
 @pytest.mark.parametrize("chart", CHARTS)
 def test_chart_images_equal_the_upstream_values(chart):
     upstream = dict(image_values(pinned_charts.values(chart)))
-    ours = dict(images.CHART_IMAGES[chart])
+    ours = dict(images.chart_images(chart, pinned_charts.pinned_version(chart)))
     missing = {p: v for p, v in upstream.items() if p not in ours and not covered(p, chart)}
     assert missing == {}, "images of the chart that nothing mirrors: add them to CHART_IMAGES or NOT_MIRRORED"
     assert {p: upstream.get(p) for p in ours if upstream.get(p) != ours[p]} == {}, "defaults differ from upstream"
@@ -41,8 +41,9 @@ def test_chart_images_equal_the_upstream_values(chart):
 
 @pytest.mark.parametrize("chart", CHARTS)
 def test_mirror_values_are_keys_the_chart_has(chart):
-    values = images.chart_values(chart, {"nvcr.io": "harbor.example.com/nvcr"})
-    assert values, "every chart here pulls from nvcr.io"
+    mirrors = {"nvcr.io": "harbor.example.com/nvcr", "registry.k8s.io": "harbor.example.com/k8s"}
+    values = images.chart_values(chart, mirrors, pinned_charts.pinned_version(chart))
+    assert values, "every chart here pulls from nvcr.io or registry.k8s.io"
     assert crdschema.check_values_keys(values, pinned_charts.values_path(chart)) == []
 
 
@@ -53,13 +54,24 @@ def test_the_check_can_fail(monkeypatch):
 
 
 def test_a_key_only_a_newer_release_has_is_caught(monkeypatch):
-    """draDriver.repository is in GPU Operator v26.7.0's values.yaml (shared/upstream/gpu-operator), not in the
-    pinned v26.3.3's: Helm would ignore it, and a mirror setting would do nothing for that image."""
-    assert pinned_charts.pinned_version("gpu-operator") == "v26.3.3"
-    assert "draDriver" not in pinned_charts.values("gpu-operator")
-    newer = images.CHART_IMAGES["gpu-operator"] + ((("draDriver", "repository"), "nvcr.io/nvidia"),)
-    monkeypatch.setitem(images.CHART_IMAGES, "gpu-operator", newer)
-    with pytest.raises(AssertionError, match="defaults differ"):
+    """draDriver.repository is in GPU Operator v26.7.0's values.yaml (the aicr pair's), not in v26.3.3's (the other
+    pairs'): its entry says since which release, so v26.3.3's values leave it out; without that it would be a key
+    the chart lacks (Helm would ignore it, and a mirror setting would do nothing for that image)."""
+    assert ("draDriver", "repository") in dict(images.chart_images("gpu-operator", "v26.7.0"))
+    assert ("draDriver", "repository") not in dict(images.chart_images("gpu-operator", "v26.3.3"))
+    for cached in (pinned_charts._values_text, pinned_charts._parsed, pinned_charts._written):
+        cached.cache_clear()
+    monkeypatch.setattr(pinned_charts, "pinned_version", lambda chart: "v26.3.3")
+    try:
+        assert "draDriver" not in pinned_charts.values("gpu-operator")
         test_chart_images_equal_the_upstream_values("gpu-operator")
-    with pytest.raises(AssertionError, match="draDriver"):
         test_mirror_values_are_keys_the_chart_has("gpu-operator")
+        unmarked = tuple(entry[:2] for entry in images.CHART_IMAGES["gpu-operator"])
+        monkeypatch.setitem(images.CHART_IMAGES, "gpu-operator", unmarked)
+        with pytest.raises(AssertionError, match="defaults differ"):
+            test_chart_images_equal_the_upstream_values("gpu-operator")
+        with pytest.raises(AssertionError, match="draDriver"):
+            test_mirror_values_are_keys_the_chart_has("gpu-operator")
+    finally:
+        for cached in (pinned_charts._values_text, pinned_charts._parsed, pinned_charts._written):
+            cached.cache_clear()

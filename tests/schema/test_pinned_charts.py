@@ -11,12 +11,13 @@ from tests.schema import pinned_charts
 
 
 def test_the_pinned_versions_are_read_from_the_roles():
+    """The role defaults as the versions they stand for: the release pair's for the two operators."""
     assert {chart: pinned_charts.pinned_version(chart) for chart in pinned_charts.PINS} == {
-        "gpu-operator": "v26.3.3", "network-operator": "26.4.0", "nvidia-dra-driver-gpu": "25.12.0",
-        "volcano": "1.15.1", "kai-scheduler": "v0.13.0"}
-    assert pinned_charts.archive_path("gpu-operator").name == "gpu-operator-v26.3.3.tar.xz"
-    assert pinned_charts.archive_path("network-operator").name == "network-operator-v26.4.0.tar.xz"
-    assert pinned_charts.archive_path("nvidia-dra-driver-gpu").name == "k8s-dra-driver-gpu-v25.12.0.tar.xz"
+        "gpu-operator": "v26.7.0", "network-operator": "26.4.1", "dra-driver-nvidia-gpu": "0.4.1",
+        "volcano": "1.15.1", "kai-scheduler": "v0.16.8"}
+    assert pinned_charts.archive_path("gpu-operator").name == "gpu-operator-v26.7.0.tar.xz"
+    assert pinned_charts.archive_path("network-operator").name == "network-operator-v26.4.1.tar.xz"
+    assert pinned_charts.archive_path("dra-driver-nvidia-gpu").name == "dra-driver-nvidia-gpu-v0.4.1.tar.xz"
 
 
 @pytest.mark.parametrize("chart", sorted(pinned_charts.PINS))
@@ -29,23 +30,25 @@ def test_every_pinned_chart_has_its_values(chart):
     assert pinned_charts.values(chart), "each caller gets a copy"
 
 
-def test_the_shared_values_files_are_other_releases(shared_dir):
-    """Why the archives: shared/upstream/gpu-operator/values.default.yaml is v26.7.0's, whose values.yaml has
-    blocks the pinned v26.3.3 lacks; the DRA driver's is the pinned release's, byte for byte."""
+def test_the_shared_values_files_are_the_pinned_releases_or_named_others(shared_dir):
+    """shared/upstream/gpu-operator/values.default.yaml is v26.7.0's, the pinned one (the archive's, byte for byte);
+    the DRA driver's values.default.yaml is 25.12.0's (release 0.2.0's pin), not the pinned 0.4.1's, and
+    values.default.v0.4.0.yaml is 0.4.0's, byte-identical to 0.4.1's."""
     with open(os.path.join(shared_dir, "upstream", "gpu-operator", "values.default.yaml"), encoding="utf-8") as handle:
-        newer = yaml.safe_load(handle)
+        assert handle.read() == pinned_charts.values_text("gpu-operator")
     pinned = pinned_charts.values("gpu-operator")
-    assert {"draDriver", "gpuCluster", "clusterPolicy"} <= set(newer) - set(pinned)
-    assert pinned["driver"]["version"] == "580.126.20" and newer["driver"]["version"] == "595.91.07"
-    with open(os.path.join(shared_dir, "upstream", "dra-driver", "values.default.yaml"), encoding="utf-8") as handle:
-        assert handle.read() == pinned_charts.values_text("nvidia-dra-driver-gpu")
+    assert {"draDriver", "gpuCluster", "clusterPolicy"} <= set(pinned)
+    assert pinned["driver"]["version"] == "595.91.07"
+    for name, same in (("values.default.yaml", False), ("values.default.v0.4.0.yaml", True)):
+        with open(os.path.join(shared_dir, "upstream", "dra-driver", name), encoding="utf-8") as handle:
+            assert (handle.read() == pinned_charts.values_text("dra-driver-nvidia-gpu")) is same, name
 
 
 def test_a_missing_archive_skips_naming_it(monkeypatch, tmp_path):
     monkeypatch.setattr(pinned_charts, "SRC_DIR", tmp_path)
-    with pytest.raises(pytest.skip.Exception, match="gpu-operator-v26.3.3.tar.xz"):
+    with pytest.raises(pytest.skip.Exception, match="gpu-operator-v26.7.0.tar.xz"):
         pinned_charts.values("gpu-operator")
-    with pytest.raises(pytest.skip.Exception, match="gpu_operator_chart_version: v26.3.3"):
+    with pytest.raises(pytest.skip.Exception, match="gpu_operator_chart_version: v26.7.0"):
         pinned_charts.values_path("gpu-operator")
 
 

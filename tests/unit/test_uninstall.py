@@ -18,7 +18,7 @@ SETTINGS = {
         {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "vision"}}],
     "scheduling_team_namespaces": ["vision"],
     "scheduling_volcano_namespace": "volcano-system", "scheduling_kai_namespace": "kai-scheduler",
-    "scheduling_kueue_namespace": "kueue-system", "dra_driver_namespace": "nvidia-dra-driver-gpu",
+    "scheduling_kueue_namespace": "kueue-system", "dra_driver_namespace": "dra-driver-nvidia-gpu",
     "gpu_platform_time_slicing_config_map": "time-slicing-config", "gpu_sharing_namespace": "gpu-operator",
     "gpu_operator_release_name": "gpu-operator", "gpu_platform_gpu_operator_namespace": "gpu-operator",
     "gpu_platform_nfd_in_gpu_operator": True, "gpu_platform_network_operator_release_name": "network-operator",
@@ -72,7 +72,7 @@ def test_each_layer_lists_what_it_made():
     assert [r["name"] for r in scheduling["releases"]] == ["volcano", "kai-scheduler", "kueue"]
     assert scheduling["namespaces"] == ["volcano-system", "kai-scheduler", "kueue-system", "kai-resource-reservation"]
     dra = layer(plan, "dra_driver")
-    assert dra["releases"] == [{"name": "nvidia-dra-driver-gpu", "namespace": "nvidia-dra-driver-gpu"}]
+    assert dra["releases"] == [{"name": "dra-driver-nvidia-gpu", "namespace": "dra-driver-nvidia-gpu"}]
     assert dra["node_labels"] == [{"key": "nvidia.com/dra-kubelet-plugin", "value": None},
                                   {"key": "nvidia.com/gpu.deploy.device-plugin", "value": "false"}]
     sharing = layer(plan, "gpu_sharing")

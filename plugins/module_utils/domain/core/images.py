@@ -11,12 +11,14 @@ CRI-O's registry mirrors do: ``{"nvcr.io": "harbor.example.com/nvcr"}`` turns
 registry part changes: the path, the tag and the digest (the pins) stay as they are.
 
 The charts' image values are data: ``CHART_IMAGES`` lists, per chart, where its values.yaml keeps an
-image's repository and its default (the default's registry decides whether a mirror applies). The
-lists follow the values.yaml of the chart versions the roles pin (GPU Operator v26.3.3, Network
-Operator 26.4.0, nvidia-dra-driver-gpu 25.12.0), read from their source archives in
+image's repository and its default (the default's registry decides whether a mirror applies), and for a
+key that only newer releases have, the first release that has it. The lists follow the values.yaml of
+the chart versions the roles pin and of every release pair's (GPU Operator v26.7.0 and v26.3.3, Network
+Operator 26.4.1, 26.4.0 and 26.1.2, dra-driver-nvidia-gpu 0.4.1), read from their source archives in
 shared/upstream/src; a schema test compares them with those files, so a new image in a chart cannot
-go unmirrored unnoticed, and no value names a key the pinned chart lacks (Helm would ignore it: the
-GPU Operator's ``draDriver`` block is v26.7.0's, not v26.3.3's).
+go unmirrored unnoticed, and no value names a key the chart in use lacks (Helm would ignore it: the
+GPU Operator's ``draDriver`` block is v26.7.0's, not v26.3.3's, so ``chart_values`` leaves it out for
+v26.3.3).
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ _HOST = re.compile(r"^(?:[a-z0-9]|[a-z0-9][a-z0-9-]*[a-z0-9])(?:\.(?:[a-z0-9]|[a
 _PATH = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
 EXAMPLE = "{nvcr.io: harbor.example.com/nvcr}"
 
-# (values path, default): where a chart's values.yaml keeps an image's repository (a registry/path that
-# the chart joins with an image name and a tag kept elsewhere, so the pins are untouched), and its default.
+# (values path, default[, since]): where a chart's values.yaml keeps an image's repository (a registry/path that
+# the chart joins with an image name and a tag kept elsewhere, so the pins are untouched), its default, and the first
+# chart version that has it when older ones the platform installs do not.
 CHART_IMAGES = {
     "gpu-operator": (
         (("operator", "repository"), "nvcr.io/nvidia"),
@@ -57,6 +60,7 @@ CHART_IMAGES = {
         (("sandboxDevicePlugin", "repository"), "nvcr.io/nvidia"),
         (("kataSandboxDevicePlugin", "repository"), "nvcr.io/nvidia/cloud-native"),
         (("ccManager", "repository"), "nvcr.io/nvidia/cloud-native"),
+        (("draDriver", "repository"), "nvcr.io/nvidia", "26.7.0"),
     ),
     "network-operator": (
         (("operator", "repository"), "nvcr.io/nvidia/cloud-native"),
@@ -64,8 +68,9 @@ CHART_IMAGES = {
         (("node-feature-discovery", "image", "repository"), "nvcr.io/nvidia/mellanox/node-feature-discovery"),
         (("maintenance-operator-chart", "operator", "image", "repository"), "nvcr.io/nvidia/mellanox"),
     ),
-    "nvidia-dra-driver-gpu": (
-        (("image", "repository"), "nvcr.io/nvidia/k8s-dra-driver-gpu"),
+    # the DRA driver's chart, renamed at 0.4.0 (kubernetes-sigs/dra-driver-nvidia-gpu), its image with it
+    "dra-driver-nvidia-gpu": (
+        (("image", "repository"), "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu"),
     ),
 }
 # Image values left alone, and why (the schema test accepts exactly these besides CHART_IMAGES).
@@ -86,7 +91,7 @@ ALLOW_FIELD = "gpu_platform_allow_image_overrides"
 def pinned_overrides(chart, extra, field):
     """The dotted paths of ``extra`` (a release's extra values) that would change a pinned image of ``chart``: a
     repository, image, version, tag or digest under one of its image blocks (CHART_IMAGES, NOT_MIRRORED)."""
-    blocks = [path[:-1] for path, dummy in CHART_IMAGES.get(chart, ())] + list(NOT_MIRRORED.get(chart, ()))
+    blocks = [entry[0][:-1] for entry in CHART_IMAGES.get(chart, ())] + list(NOT_MIRRORED.get(chart, ()))
     found = []
     for block in blocks:
         node = extra
@@ -197,14 +202,24 @@ def mirror_image(field, reference, mirrors):
     return mirror(validate.pinned_image(field, reference), check_mirrors(mirrors))
 
 
-def chart_values(chart, mirrors):
-    """The values that point ``chart``'s images at the mirrors ({} for a chart without image data or
-    without a mirror for its registries). Merge them under the user's extra values."""
+def _release(version):
+    return tuple(int(part) for part in re.findall(r"\d+", str(version).lstrip("v").split("-", 1)[0])[:3])
+
+
+def chart_images(chart, version=None):
+    """``chart``'s (values path, default) image entries, those of release ``version`` (every one when None)."""
+    return tuple(entry[:2] for entry in CHART_IMAGES.get(chart, ())
+                 if version is None or len(entry) < 3 or _release(version) >= _release(entry[2]))
+
+
+def chart_values(chart, mirrors, version=None):
+    """The values that point ``chart``'s images (of release ``version``, when given) at the mirrors ({} for a
+    chart without image data or without a mirror for its registries). Merge them under the user's extra values."""
     mirrors = check_mirrors(mirrors)
     out = {}
     if not mirrors:
         return out
-    for path, default in CHART_IMAGES.get(chart, ()):
+    for path, default in chart_images(chart, version):
         moved = mirror(default, mirrors)
         if moved == default:
             continue

@@ -5,10 +5,10 @@
 and an example ResourceClaimTemplate + Pod, for the dra_driver role.
 
 Private to the collection: not a public API. Pure: standard library only, no I/O.
-Value keys follow chart ``nvidia-dra-driver-gpu`` 25.12.0 (shared/upstream/dra-driver/values.default.yaml);
-the schema tests check every key this produces against the pinned chart's values.yaml (the same file, read
-from its source archive in shared/upstream/src), and the GPU Operator keys against the values.yaml of the
-GPU Operator chart the gpu_operator role pins (v26.3.3, not v26.7.0's values.default.yaml).
+Value keys follow chart ``dra-driver-nvidia-gpu`` 0.4.1, the one the role pins (its values.yaml read from the
+source archive in shared/upstream/src; 0.4.0's is shared/upstream/dra-driver/values.default.v0.4.0.yaml): the
+schema tests check every key this produces against it, and the GPU Operator keys against the values.yaml of the
+GPU Operator chart the gpu_operator role pins. The keys this module sets are the same in 25.12.0's chart.
 
 Facts this follows (sources in brackets; nothing copied):
 
@@ -73,11 +73,6 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platfo
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core.names import MANAGED_BY
 
-CHART_NAME = "nvidia-dra-driver-gpu"
-CHART_VERSION = "25.12.0"
-CHART_REPO_URL = "https://helm.ngc.nvidia.com/nvidia"
-DEFAULT_NAMESPACE = "nvidia-dra-driver-gpu"
-
 RESOURCE_API = "resource.k8s.io/v1"
 GPU_DEVICE_CLASS = "gpu.nvidia.com"
 DEVICE_CLASSES = {
@@ -106,7 +101,7 @@ RECOMMENDED_SOURCE = ("https://docs.nvidia.com/datacenter/cloud-native/gpu-opera
 DRIVER_SOURCE = ("https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/dra-intro-install.html "
                  "(Prerequisites: NVIDIA Driver version 580 or later)")
 
-CHART = "nvidia-dra-driver-gpu"
+CHART = "dra-driver-nvidia-gpu"  # the chart's name (its image data in domain.core.images)
 FIELDS = {
     "enabled": "gpu_platform_dra_enabled",
     "driver_root": "dra_driver_driver_root",

@@ -117,7 +117,7 @@ def build_values(settings):
         for component in PULL_SECRET_COMPONENTS:
             values.setdefault(component, {})["imagePullSecrets"] = list(names)
     values = deep_merge(values, images.chart_values("gpu-operator", images.check_mirrors(
-        settings.get("image_mirrors"), "gpu_operator_image_mirrors")))
+        settings.get("image_mirrors"), "gpu_operator_image_mirrors"), settings.get("chart_version") or None))
     extra = settings.get("extra_values") or {}
     if not isinstance(extra, dict):
         raise ParamError("gpu_operator_extra_values", "must be a dictionary of chart values",

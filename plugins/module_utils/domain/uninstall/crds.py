@@ -63,7 +63,7 @@ CHART_CRDS = {
         "multikueueconfigs.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "MultiKueueConfig"),
         "provisioningrequestconfigs.kueue.x-k8s.io": ("kueue.x-k8s.io/v1beta2", "ProvisioningRequestConfig"),
     },
-    "nvidia-dra-driver-gpu": {
+    "dra-driver-nvidia-gpu": {
         "computedomains.resource.nvidia.com": ("resource.nvidia.com/v1beta1", "ComputeDomain"),
         "computedomaincliques.resource.nvidia.com": ("resource.nvidia.com/v1beta1", "ComputeDomainClique"),
     },

@@ -178,7 +178,7 @@ def plan(settings, served_crds=None):
 
     charts = {
         "scheduling": ["volcano", "kai-scheduler", "kueue"],
-        "dra_driver": ["nvidia-dra-driver-gpu"],
+        "dra_driver": ["dra-driver-nvidia-gpu"],
         "gpu_operator": ["gpu-operator"] + (["node-feature-discovery"] if gpu_nfd else []),
         "network_operator": ["network-operator"] + (["node-feature-discovery"] if net_nfd and not gpu_nfd else []),
     }
@@ -192,7 +192,7 @@ def plan(settings, served_crds=None):
                          _release(settings, None, "scheduling_kai_namespace", "kai-scheduler"),
                          _release(settings, None, "scheduling_kueue_namespace", "kueue")],
                namespaces=[KAI_RESERVATION_NAMESPACE]),
-        _layer("dra_driver", releases=[_release(settings, None, "dra_driver_namespace", "nvidia-dra-driver-gpu")],
+        _layer("dra_driver", releases=[_release(settings, None, "dra_driver_namespace", "dra-driver-nvidia-gpu")],
                node_labels=[{"key": k, "value": v} for k, v in DRA_LABELS]),
         _layer("gpu_sharing", objects_before=[{"apiVersion": "v1", "kind": "ConfigMap",
                                                "metadata": {"name": sharing_cm, "namespace": sharing_ns}}],
