@@ -171,7 +171,8 @@ def write_connection(state, ports):
     import yaml
     charts = "http://127.0.0.1:%d" % ports["chart-repo"]
     values = {"gpu_platform_kubeconfig": str(state.kubeconfig), "gpu_platform_render_to": "",
-              "scheduling_kueue_chart_ref": "kueue", "scheduling_kai_chart_ref": "kai-scheduler"}
+              "scheduling_kueue_chart_ref": "kueue", "scheduling_kai_chart_ref": "kai-scheduler",
+              "dra_driver_chart_ref": "dra-driver-nvidia-gpu"}
     for prefix in ("gpu_operator", "network_operator", "scheduling_volcano", "scheduling_kueue", "scheduling_kai",
                    "dra_driver"):
         values[prefix + "_chart_repo_url"] = charts

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: cluster_read
-short_description: Read Kubernetes objects and the API server's version
+short_description: Read Kubernetes objects, Helm's releases and the API server's version
 version_added: 0.1.0
 description:
   - The layers' reads and readiness checks (the cluster's version, its nodes, a ClusterPolicy's state, what the
@@ -59,6 +59,12 @@ options:
     description: Also read the API server's version (RV(version)).
     type: bool
     default: false
+  helm_releases:
+    description:
+      - Also read the Helm releases (RV(helm_releases)) from helm's release Secrets, in O(namespace) or in all
+        namespaces, as C(helm list) shows them. A release's values are not returned.
+    type: bool
+    default: false
 requirements:
   - kubernetes (Python library, on the host the task runs on; the controller with a local connection)
 """
@@ -74,6 +80,11 @@ EXAMPLES = r"""
 - name: Show them
   ansible.builtin.debug:
     msg: "{{ cluster.version.server.kubernetes.gitVersion }}: {{ cluster.resources | map(attribute='metadata.name') | list }}"
+
+- name: Read the Helm releases on the cluster (name, namespace, chart, status; no values)
+  gpu_platform.cluster.cluster_read:
+    helm_releases: true
+  register: releases
 
 - name: Wait until the GPU Operator's ClusterPolicy is ready (each try is one request)
   gpu_platform.cluster.cluster_read:
@@ -95,6 +106,14 @@ api_found:
   description: Whether the cluster serves O(api_version) O(kind).
   returned: when O(kind) is set
   type: bool
+helm_releases:
+  description: The latest revision of each Helm release whose status C(helm list) shows, as C(helm list -o json)
+    prints it (C(name), C(namespace), C(revision), C(updated), C(status), C(chart) as NAME-VERSION, C(app_version)).
+  returned: when O(helm_releases=true)
+  type: list
+  elements: dict
+  sample: [{name: gpu-operator, namespace: gpu-operator, revision: "1", status: deployed, chart: gpu-operator-v26.7.0,
+            app_version: v26.7.0, updated: "2026-12-01T10:00:00Z"}]
 version:
   description: The API server's version document under C(server.kubernetes) (C(gitVersion), C(major), C(minor), ...).
   returned: when O(version=true)
@@ -118,6 +137,7 @@ ARGUMENT_SPEC = shared.combine(
     label_selectors={"type": "list", "elements": "str", "default": []},
     field_selectors={"type": "list", "elements": "str", "default": []},
     version={"type": "bool", "default": False},
+    helm_releases={"type": "bool", "default": False},
 )
 
 

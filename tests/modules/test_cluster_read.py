@@ -75,10 +75,42 @@ def test_other_errors_of_a_list_fail_with_the_apis_answer(api):
 
 
 @pytest.mark.parametrize("params, message", [
-    ({}, "kind: is not set and version is false, so there is nothing to read. Fix: give the kind"),
+    ({}, "kind: is not set and version and helm_releases are false, so there is nothing to read. Fix: give the kind"),
     ({"kind": "Node", "name": "a", "label_selectors": ["x=y"]}, "name: is set together with selectors"),
 ])
 def test_bad_options_name_the_field_and_nothing_is_read(api, params, message):
     failed, result = read(api, **params)
     assert failed and result["msg"].startswith(message)
     assert api.request_log == []
+
+
+def _release_secret(name, namespace, chart, version, revision, status, values):
+    import base64
+    import gzip
+    import json
+    record = {"name": name, "namespace": namespace, "version": revision, "info": {"status": status},
+              "chart": {"metadata": {"name": chart, "version": version, "appVersion": version}}, "config": values}
+    inner = base64.b64encode(gzip.compress(json.dumps(record).encode())).decode()
+    return {"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+            "metadata": {"name": "sh.helm.release.v1.%s.v%d" % (name, revision), "namespace": namespace,
+                         "labels": {"owner": "helm", "name": name, "status": status, "version": str(revision)}},
+            "data": {"release": base64.b64encode(inner.encode()).decode()}}
+
+
+def test_helm_releases_are_what_helm_list_shows_without_their_values(api):
+    """The latest revision of each release, from helm's Secrets; a release's values (a password here) never."""
+    for secret in (_release_secret("gpu-operator", "gpu-operator", "gpu-operator", "v26.3.3", 1, "superseded", {}),
+                   _release_secret("gpu-operator", "gpu-operator", "gpu-operator", "v26.7.0", 2, "deployed",
+                                   {"registry": {"password": "s3cret"}}),
+                   _release_secret("kai-scheduler", "kai-scheduler", "kai-scheduler", "v0.13.0", 1, "deployed", {})):
+        api.store.create(secret)
+    api.clear_log()
+    failed, result = read(api, helm_releases=True)
+    assert not failed, result.get("msg")
+    assert [(r["namespace"], r["name"], r["chart"], r["status"]) for r in result["helm_releases"]] == [
+        ("gpu-operator", "gpu-operator", "gpu-operator-v26.7.0", "deployed"),
+        ("kai-scheduler", "kai-scheduler", "kai-scheduler-v0.13.0", "deployed")]
+    assert "s3cret" not in repr(result) and "resources" not in result
+    assert api.writes() == []
+    lists = [e for e in api.request_log if e["method"] == "GET" and e["path"] == "/api/v1/secrets"]
+    assert len(lists) == 1 and "owner=helm" in str(lists[0]["query"])

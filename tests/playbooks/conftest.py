@@ -182,6 +182,7 @@ def direct_site(tmp_path, helm_env, gpu_cluster_factory):
             "scheduling_kai_chart_ref": "kai-scheduler",
             "scheduling_kai_chart_repo_url": repo.url,
             "scheduling_wait_timeout": 30,
+            "dra_driver_chart_ref": "dra-driver-nvidia-gpu",
             "dra_driver_chart_repo_url": repo.url,
             "dra_driver_wait_timeout": 30,
             "network_operator_wait_timeout": 6,
