@@ -128,8 +128,20 @@ pytest-fast: setup shared-check system-deps
 
 pytest-cluster: setup shared-check system-deps
 	rm -f $(BUILD)/awx/report.json
-	$(PYTEST) -m local_control_plane --durations=15 -p local_gpu_cluster.lane_times $(PYTEST_ARGS)
+	$(PYTEST) -m "local_control_plane and not upgrade" --durations=15 -p local_gpu_cluster.lane_times $(PYTEST_ARGS)
 	@if [ -f $(BUILD)/awx/report.json ]; then $(AWX_REPORT); fi
+
+# playbooks/upgrade.yml from release 0.2.0 (tests/upgrade: its own checkout installs its stack on a cluster that runs
+# both releases' operators, built from their sources like the pins' and cached the same way; this checkout upgrades it).
+.PHONY: upgrade-test previous-release-build
+PREVIOUS_RELEASE := $(BUILD)/release-0.2.0
+upgrade-test: setup shared-check system-deps cluster-build previous-release-build
+	$(PYTEST) -m upgrade --durations=5 tests/upgrade $(PYTEST_ARGS)
+# Release 0.2.0's checkout and its operators (each a cache entry of its own, as the pins' are).
+previous-release-build: venv tools shared-check
+	cd $(ROOT) && $(VENV)/bin/python -m tests.upgrade.release $(PREVIOUS_RELEASE)
+	cd $(ROOT) && CLUSTER_PREVIOUS_RELEASE=$(PREVIOUS_RELEASE)/gpu_platform.cluster $(LOCAL_CLUSTER) build \
+	  --operators $(filter-out all,$(OPERATORS))
 
 # Debian packages the tests need, as command:package. podman, runc and debootstrap run molecule/hosts
 # (host roles in Debian bookworm containers, systemd as PID 1, an image built here from deb.debian.org by
@@ -182,9 +194,9 @@ molecule-kind: setup
 # each step beside it uses a cluster of its own (or none). The lane's output is printed when it ends, and a failure in
 # either lane fails the run after both have ended. molecule-cluster is not in it: its converge, idempotence and check
 # are the ones pytest-cluster runs on the same inventory, and pytest-cluster runs its verify.yml too.
-TEST_STEPS := setup shared-check system-deps cluster-build flux-build operators-build
+TEST_STEPS := setup shared-check system-deps cluster-build flux-build operators-build previous-release-build
 TEST_STEPS_BESIDE := lint sanity pytest-fast gitops-test gitops-test-aks demo demo-fresh-clone checkov package \
-	ee-introspect ee-requirements requirement-floors
+	ee-introspect ee-requirements requirement-floors upgrade-test
 TEST_LANE := pytest-cluster molecule-hosts
 TIMED = t0=$$(date +%s); rc=0; $(MAKE) --no-print-directory $$step || rc=$$?; \
 	  printf '%-18s %5ds%s\n' "$$step" $$(( $$(date +%s) - t0 )) "$$suffix" >> $(BUILD)/test-times.txt
@@ -234,7 +246,7 @@ cluster-up-gitops: setup shared-check cluster-build flux-build
 # the real Flux controllers; ends with "gitops: K/N Kustomizations Ready, H/M HelmReleases Ready" (read / the bundle's) and
 # build/gitops/status.json.
 .PHONY: gitops-test
-gitops-test: setup shared-check cluster-build flux-build
+gitops-test: setup shared-check cluster-build flux-build previous-release-build
 	cd $(ROOT) && $(VENV)/bin/python -m tests.gitops_bundle
 
 # inventories/aks's bundle on the bare AKS ND H100 v5 pool (CLUSTER_PROFILE=aks-nd-h100-v5, 2 GPU nodes) through the

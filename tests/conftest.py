@@ -20,7 +20,7 @@ def pytest_configure(config):  # pylint: disable=unused-argument
     from local_gpu_cluster.testing import CLUSTER_FIXTURES  # noqa: PLC0415 - after pytest_plugins imported it
 
     CLUSTER_FIXTURES.update({"aks_cluster", "aks_fault_cluster", "aks_driver_cluster", "aks_nc_cluster",
-                             "baremetal_cluster", "drift_cluster", "corpus_cluster"})
+                             "baremetal_cluster", "drift_cluster", "corpus_cluster", "upgrade_cluster"})
 
 
 @pytest.fixture(scope="session")

@@ -55,7 +55,9 @@ import yaml
 from tests.flux import RESOURCE, Worktree, kubectl, wait_for
 from tests.gitops_checks import (expected_flux_objects, image_problems, is_ready, missing_crd_kind, nic_repositories,
                                  order_problem, ready_condition, ready_summary, ready_times, unit_objects, waiting_for)
+from local_gpu_cluster import pins
 from local_gpu_cluster.testing import ROOT, LocalCluster, cluster_command
+from tests.upgrade import release as release_checkout
 from tests.schema.bundle_order import order_problems
 
 CLUSTER_DIR = ROOT / "build" / "gitops-cluster"
@@ -64,8 +66,11 @@ INVENTORY = ROOT / "inventories" / "cluster"
 # Where the inventory pulls nvcr.io's images from.
 MIRROR = yaml.safe_load((INVENTORY / "group_vars" / "all" / "platform.yml").read_text(encoding="utf-8"))[
     "gpu_platform_image_mirrors"]["nvcr.io"]
-PREVIOUS_NETWORK_OPERATOR = "26.4.0"  # the pin
-CURRENT_NETWORK_OPERATOR = "26.4.1"  # the next patch, served by the local chart repository
+# The bump: from release 0.2.0's Network Operator (its chart and operator served beside the pins'
+# with CLUSTER_PREVIOUS_RELEASE; not a validated pair with GPU Operator v26.7.0, so acknowledged) to the pin.
+PREVIOUS_NETWORK_OPERATOR = "26.4.0"
+CURRENT_NETWORK_OPERATOR = pins.role_defaults("network_operator", ROOT)["network_operator_chart_version"]
+UNVERIFIED = "gpu_platform_accept_unverified=true"
 CONVERGE = 900  # seconds for the whole platform to become Ready
 FLUX_NS = "flux-system"
 ROOT_NAME = "gpu-platform"
@@ -269,7 +274,7 @@ def commit_folder(worktree, message):
 def run(cluster, work):
     worktree = Worktree(work / "repo", cluster.git_repo("platform"))
     folder = worktree.path / "platform"
-    render(cluster, folder, "network_operator_chart_version=" + PREVIOUS_NETWORK_OPERATOR)
+    render(cluster, folder, "network_operator_chart_version=" + PREVIOUS_NETWORK_OPERATOR, UNVERIFIED)
     units = unit_objects(folder)
     say("rendered %d units: %s" % (len(units), ", ".join(units)))
 
@@ -285,7 +290,7 @@ def run(cluster, work):
 
     say("3b. images from the inventory's mirror: %s" % mirrored_images(cluster, units))
 
-    render(cluster, folder, "network_operator_chart_version=" + PREVIOUS_NETWORK_OPERATOR)
+    render(cluster, folder, "network_operator_chart_version=" + PREVIOUS_NETWORK_OPERATOR, UNVERIFIED)
     if commit_folder(worktree, "rendered again") is not None:
         raise Failed("a second render changed files: %s" % worktree.git("show", "--stat", "HEAD"))
     before = helm_revisions(cluster)
@@ -305,9 +310,8 @@ def run(cluster, work):
             raise Failed("%s %s deleted by hand was not put back by gpu-platform-%s" % (kind, name, unit))
     say("5. a ClusterQueue and the time-slicing ConfigMap deleted by hand: put back")
 
-    # 26.4.1 is not the pair validated for GPUDirect RDMA (docs/versions.md): the bump acknowledges it.
-    render(cluster, folder, "network_operator_chart_version=" + CURRENT_NETWORK_OPERATOR,
-           "gpu_platform_accept_unverified=true")
+    # to the pin: the default release pair, validated for GPUDirect RDMA by NVIDIA's recipe (docs/versions.md)
+    render(cluster, folder, "network_operator_chart_version=" + CURRENT_NETWORK_OPERATOR)
     bumped = commit_folder(worktree, "Network Operator %s" % CURRENT_NETWORK_OPERATOR)
     if bumped is None:
         raise Failed("bumping the Network Operator's pin changed no file")
@@ -425,6 +429,8 @@ def main(argv=None):
     name = "" if inventory == INVENTORY else "-" + inventory.name
     cluster, out = LocalCluster(CLUSTER_DIR.with_name(CLUSTER_DIR.name + name)), OUT.with_name(OUT.name + name)
     env = cluster.env()
+    if inventory == INVENTORY:  # the bump starts at release 0.2.0's Network Operator: its chart and operator too
+        env["CLUSTER_PREVIOUS_RELEASE"] = str(release_checkout.checkout()["tree"])
     for variable, value in (("CLUSTER_PROFILE", args.profile), ("CLUSTER_GPU_NODES", args.gpu_nodes)):
         if value:
             env[variable] = str(value)

@@ -404,9 +404,9 @@ def build(args):
     print(ensure_built())
     if args.gitops:
         print(ensure_built(entry=FLUX))
-    if args.operators is not None:
-        for name in args.operators or OPERATOR_NAMES:  # one at a time: each build uses every core
-            print(ensure_built(entry=entry_for(name)))
+    if args.operators is not None:  # one at a time: each build uses every core
+        for path in operator_builds(args.operators or OPERATOR_NAMES).values():
+            print(path)
     return 0
 
 

@@ -182,12 +182,13 @@ def cluster_command(*args, env=None, timeout=1800):
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def fleet_cluster(directory, profile=None, gpu_nodes=None, *up_args):
+def fleet_cluster(directory, profile=None, gpu_nodes=None, *up_args, settings=None):
     """A cluster of the fleet ``profile`` (the default fleet if None) with ``gpu_nodes`` GPU nodes in ``directory``:
     started clean, yielded, stopped at the end unless ``GPU_PLATFORM_TEST_CLUSTER_KEEP=1``. A generator, for a fixture
     of the scope its tests can share it for (``yield from fleet_cluster(...)``); a cluster that does not start fails
-    the tests that need it, with the command's own message."""
-    settings = {"CLUSTER_PROFILE": profile} if profile else {}
+    the tests that need it, with the command's own message. ``settings``: more of the cluster's environment variables
+    (``CLUSTER_PREVIOUS_RELEASE``), kept for every later command on it."""
+    settings = dict(settings or {}, **({"CLUSTER_PROFILE": profile} if profile else {}))
     if gpu_nodes is not None:
         settings["CLUSTER_GPU_NODES"] = str(gpu_nodes)
     cluster = LocalCluster(Path(directory), settings)

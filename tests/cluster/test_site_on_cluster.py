@@ -4,9 +4,9 @@ Real helm installs the test charts (their CRDs are the upstream ones) from the l
 API server validates every object and admits every pod under its namespace's PodSecurity level; the real
 controller-manager makes the ReplicaSets, DaemonSet pods and Job pods, the real scheduler binds them, KWOK
 runs them; local_gpu_cluster/live.py plays the operators' own controllers. The first run converges at the pins, the
-second changes nothing, ``--check`` changes nothing; upgrade.yml takes the platform to the Network Operator's next
-patch (acknowledged as unverified for GPUDirect RDMA) and a new driver in the documented order (docs/upgrade.md), the real DaemonSet
-controller making each node's new driver pod; uninstall.yml leaves no object of ours.
+second changes nothing, ``--check`` changes nothing; upgrade.yml takes the platform to a new driver in the documented
+order (docs/upgrade.md), the real DaemonSet controller making each node's new driver pod; uninstall.yml leaves no
+object of ours.
 """
 from __future__ import annotations
 
@@ -32,9 +32,8 @@ INVENTORY = ROOT / "inventories" / "cluster"
 OUR_NAMESPACES = ("gpu-operator", "nvidia-network-operator", "volcano-system", "kueue-system", "dra-driver-nvidia-gpu")
 # docs/uninstall.md: the MIG layout and its nvidia.com/mig.config label stay (the partitions persist on the GPUs),
 # and so do the teams' namespaces; every other label and object of ours goes.
-# The upgrade starts from the pins and goes to the Network Operator's next patch (served by the local chart
-# repository) with a new driver for the GPU Operator.
-NEXT_NETWORK_OPERATOR = "26.4.1"
+# The upgrade here is a new driver for the GPU Operator at the same chart pins (another 595 release than the chart's
+# default 595.91.07); the upgrade from release 0.2.0's charts is tests/upgrade's.
 NEW_DRIVER = "595.100.05"
 UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
 FOLLOW = "Until every GPU node is upgrade-done (stops naming a failed or stuck node)"
@@ -364,38 +363,27 @@ def test_volcano_binds_a_gang_only_when_all_of_it_fits(site):
             time.sleep(1)
 
 
-def test_upgrade_to_the_next_patch_goes_in_the_documented_order(site):
+def test_a_driver_upgrade_goes_node_by_node_through_the_operators_own_controller(site):
+    """upgrade.yml with a new driver version at the same chart pins (the upgrade from release 0.2.0, charts and all,
+    is make upgrade-test's): the GPU Operator's release changes, and its own upgrade controller replaces the driver
+    on each node in turn, followed until every node is upgrade-done; nothing else changes."""
     assert releases(site, "network-operator", "nvidia-network-operator") == [(1, "deployed")]
     driver = site.list("apps/v1", "DaemonSet", "gpu-operator", label_selector="app=nvidia-driver-daemonset")[0]
     old_pods = {p["metadata"]["uid"] for p in site.list("v1", "Pod", "gpu-operator",
                                                         label_selector="app=nvidia-driver-daemonset")}
-    refused = site.run("playbooks/upgrade.yml", "-e", "gpu_platform_driver_version=" + NEW_DRIVER,
-                       "-e", "network_operator_chart_version=" + NEXT_NETWORK_OPERATOR)
-    assert refused.failed == 1 and "gpu_platform_accept_unverified: true" in refused.failure_messages()[-1]
-    assert refused.changed == 0
     upgraded = site.run("playbooks/upgrade.yml", "-e", "gpu_platform_driver_version=" + NEW_DRIVER,
-                        "-e", "network_operator_chart_version=" + NEXT_NETWORK_OPERATOR,
-                        "-e", "gpu_platform_accept_unverified=true",
                         "-e", "gpu_platform_upgrade_stuck_timeout=120s")
     assert upgraded.failed == 0, upgraded.failure_messages() or upgraded.debug_text()
 
-    # docs/upgrade.md: the Network Operator's release, then the GPU Operator's, then the driver followed node by
-    # node, then the upper layers (GPU sharing proves itself on the new driver).
+    # docs/upgrade.md: the GPU Operator's release, then the driver followed node by node, then the upper layers
+    # (GPU sharing proves itself on the new driver); the Network Operator's release is already at its pin.
     names = [name for name, result in upgraded.tasks()]
     changed = [name.split(" : ")[-1] for name in upgraded.changed_tasks()]
-    assert NETWORK_RELEASE in changed and GPU_RELEASE in changed, changed
-    assert changed.index(NETWORK_RELEASE) < changed.index(GPU_RELEASE)
+    assert GPU_RELEASE in changed and NETWORK_RELEASE not in changed, changed
     assert names.index(FOLLOW) > max(i for i, n in enumerate(names) if n.endswith(GPU_RELEASE))
     assert names.index(FOLLOW) < next(i for i, n in enumerate(names) if "Prove the layer (allocatable per pool" in n)
-    assert releases(site, "network-operator", "nvidia-network-operator") == [(1, "superseded"), (2, "deployed")]
+    assert releases(site, "network-operator", "nvidia-network-operator") == [(1, "deployed")]
     assert releases(site, "gpu-operator", "gpu-operator")[-1][1] == "deployed"
-    network = site.list("apps/v1", "Deployment", "nvidia-network-operator")
-    assert network and all(d["status"].get("availableReplicas") == d["spec"]["replicas"] for d in network)
-    images = [c["image"] for d in network for c in d["spec"]["template"]["spec"]["containers"]]
-    # The real chart's tags (CLUSTER_OPERATORS): the operator's is its appVersion (v26.4.1), its components'
-    # network-operator-v26.4.1; the fixture chart's are 26.4.1.
-    assert images and all(i.endswith(("v" + NEXT_NETWORK_OPERATOR, ":" + NEXT_NETWORK_OPERATOR)) for i in images), \
-        images
 
     # The driver: a new DaemonSet template, every GPU node's pod replaced by the real DaemonSet controller with one
     # of that template on the new version, every node upgrade-done and uncordoned.
@@ -414,16 +402,12 @@ def test_upgrade_to_the_next_patch_goes_in_the_documented_order(site):
     assert all(p["spec"]["containers"][0]["image"].split(":")[-1].startswith(NEW_DRIVER) for p in pods)
     assert not [n["metadata"]["name"] for n in site.list("v1", "Node") if n["spec"].get("unschedulable")]
 
-    again = site.run("playbooks/upgrade.yml", "-e", "gpu_platform_driver_version=" + NEW_DRIVER,
-                     "-e", "network_operator_chart_version=" + NEXT_NETWORK_OPERATOR,
-                     "-e", "gpu_platform_accept_unverified=true")
+    again = site.run("playbooks/upgrade.yml", "-e", "gpu_platform_driver_version=" + NEW_DRIVER)
     assert again.failed == 0, again.failure_messages()
     assert again.changed == 0, again.changed_tasks()
     assert again.result(FOLLOW)["done"] is True and again.result(FOLLOW)["transitions"] == []
     # site.yml with the same pins agrees: the upgraded platform is the one site.yml converges to.
-    same = site.run("site.yml", "-e", "gpu_platform_driver_version=" + NEW_DRIVER,
-                    "-e", "network_operator_chart_version=" + NEXT_NETWORK_OPERATOR,
-                    "-e", "gpu_platform_accept_unverified=true")
+    same = site.run("site.yml", "-e", "gpu_platform_driver_version=" + NEW_DRIVER)
     assert same.failed == 0 and same.changed == 0, same.changed_tasks() or same.failure_messages()
 
 
@@ -472,7 +456,7 @@ KAI_AND_DOMAINS = ("-e", json.dumps({"gpu_platform_scheduler": "kai", "dra_drive
 
 
 def test_site_with_the_kai_scheduler_and_compute_domains_converges_then_changes_nothing(site):
-    """After the uninstall: site.yml with the KAI Scheduler v0.13.0 as gang scheduler and the DRA driver's
+    """After the uninstall: site.yml with the KAI Scheduler v0.16.8 as gang scheduler and the DRA driver's
     ComputeDomains on, every component real (KAI's hook Jobs, its operator and the six components the operator
     deploys; the compute-domain controller): the run passes its smoke tests (KAI's gang among them), the operator
     says its Config is Ready, and a second run changes nothing. The compute-domain controller is scheduled on this
