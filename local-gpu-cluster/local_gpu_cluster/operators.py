@@ -122,7 +122,7 @@ _GPU_OPERATOR = Operator(
 # v26.7.0: built from its vendor/ (the module proxy refuses one of its dependencies; its Dockerfile copies vendor/ and
 # builds from it); the GPUCluster CRD is new in its image (docker/Dockerfile copies it to /opt/gpu-operator).
 _GPU_OPERATOR_2607 = replace(
-    _GPU_OPERATOR, since="v26.7.0", vendored=True,
+    _GPU_OPERATOR, since="v26.7.0", vendored=True, build_format="1",
     image=_GPU_OPERATOR.image + (("deployments/gpu-operator/crds/nvidia.com_gpuclusters.yaml",
                                   "opt/gpu-operator/nvidia.com_gpuclusters.yaml"),))
 _NETWORK_OPERATOR = Operator(

@@ -71,8 +71,8 @@ def ticking(clock, step=5.0, gate=None):
 
 @pytest.fixture
 def upgrade_site(direct_site, chart_cache, gpu_operator_chart, network_operator_chart, scheduling_charts):
-    """(runner, api, upgrader, order): the site installed at the pins (Network Operator 26.4.0), ready to upgrade to
-    the newer patch 26.4.1 (not validated with GPU Operator v26.3.3 for GPUDirect RDMA: the upgrade acknowledges it)."""
+    """(runner, api, upgrader, order): the site installed with release 0.2.0's Network Operator 26.4.0 (not a validated
+    pair with GPU Operator v26.7.0 for GPUDirect RDMA: acknowledged), ready to upgrade to the pin 26.4.1."""
     repos = []
 
     def make(**upgrader_options):
@@ -85,6 +85,7 @@ def upgrade_site(direct_site, chart_cache, gpu_operator_chart, network_operator_
         order = api.add_controller(EventOrder())
         with ticking(api.clock):
             site = runner.run(playbook=SITE, network_operator_chart_version="26.4.0", gpu_platform_node_pools=POOLS,
+                              gpu_platform_accept_unverified=True,
                               gpu_platform_upgrade_poll_interval=1, gpu_platform_upgrade_timeout="3m", **NETWORK)
         assert site.failed == 0, site.failure_messages() or site.debug_text()
         assert {n["metadata"]["labels"].get(STATE) for n in api.store.list("v1", "Node")} == {"upgrade-done"}
