@@ -222,6 +222,27 @@ def test_explicit_dmabuf_without_evidence_is_allowed_and_says_what_was_not_verif
                                           "the kernel release and the GPU generation unknown)")
 
 
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(kernel_module_type="proprietary"), "the proprietary kernel module (driver.kernelModuleType=proprietary)"),
+    (dict(driver_version="550.163.01"), "the proprietary kernel module (driver.kernelModuleType=auto with driver "
+                                        "550.163.01 (before R570))"),
+])
+def test_the_operators_module_type_rules_dmabuf_out_before_any_node_is_seen(kwargs, words):
+    with pytest.raises(Refusal) as info:
+        gpu_driver_mode.decide("operator", [], rdma=True, gpudirect_path="dmabuf", **kwargs)
+    assert info.value.msg.startswith("gpu_platform_gpudirect_path is dmabuf but DMA-BUF cannot work on every GPU "
+                                     "node: " + words + " - fix: set driver.kernelModuleType: open")
+    got = gpu_driver_mode.decide("operator", [], rdma=True, **kwargs)
+    assert got["gpudirect"]["path"] == "peermem"
+    assert "not met on every GPU node: " + words in got["gpudirect"]["reason"]
+
+
+def test_explicit_dmabuf_before_any_node_is_seen_is_allowed_but_not_verified():
+    got = gpu_driver_mode.decide("operator", [], rdma=True, gpudirect_path="dmabuf")
+    assert got["gpudirect"]["path"] == "dmabuf"
+    assert got["gpudirect"]["reason"] == "requested: dmabuf (not verified: no GPU node seen yet)"
+
+
 def test_explicit_peermem_is_allowed_where_dmabuf_would_work():
     got = decide([node()], path="peermem")
     assert got["gpudirect"] == dict(got["gpudirect"], path="peermem", requested="peermem", reason="requested: peermem")

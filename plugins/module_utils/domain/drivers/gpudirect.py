@@ -325,9 +325,12 @@ def decide(path, owner, nodes, rdma, pools=None, kernel_module_type="auto", driv
     pools = check_pools(pools)
     seen = [node_evidence(n, owner, pools, kernel_module_type, driver_version, host_kernel_modules)
             for n in sorted(nodes, key=lambda n: n["name"])]
-    if owner == "cloud" and not seen:
-        # The cloud's image ships the driver on GPU nodes not seen yet too (a pool at zero).
-        seen = [node_evidence({"name": EVERY_NODE, "host": None, "labels": None}, owner, pools)]
+    if not seen and owner in ("cloud", "operator"):
+        # Evidence that holds for GPU nodes not seen yet too (a pool at zero, a render): the cloud's image ships its
+        # driver on every GPU node, and the GPU Operator's driver.kernelModuleType is one setting for all of them.
+        every = node_evidence({"name": EVERY_NODE, "host": None, "labels": None}, owner, pools, kernel_module_type,
+                              driver_version, host_kernel_modules)
+        seen = [every] if every["blocks"] else []
     result = {"requested": path, "nodes": seen}
     if not rdma:
         return dict(result, path="none", reason="GPUDirect RDMA is off", evidence="")
@@ -342,8 +345,8 @@ def decide(path, owner, nodes, rdma, pools=None, kernel_module_type="auto", driv
                           "Nothing was changed." % (count, "; ".join(_block_text(n) for n in blocked), OTHER_WAY),
                           gpudirect=seen)
         reason = "requested: dmabuf"
-        if unknown:
-            reason += " (not verified: %s)" % _unknown_text(unknown)
+        if unknown or not seen:
+            reason += " (not verified: %s)" % (_unknown_text(unknown) if unknown else "no GPU node seen yet")
         return dict(result, path="dmabuf", reason=reason, evidence=evidence_words(seen))
     if not seen:
         return dict(result, path="peermem", evidence="", reason=(
