@@ -192,6 +192,19 @@ def test_explicit_dmabuf_is_refused_before_any_write_naming_the_pool_and_the_evi
     assert rdma_cluster.writes() == []
 
 
+def test_a_cluster_policy_with_peermem_keeps_auto_on_peermem(rdma_cluster):
+    rdma_cluster.store.create({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
+                               "metadata": {"name": "cluster-policy"},
+                               "spec": {"driver": {"enabled": True, "rdma": {"enabled": True}}}})
+    rdma_cluster.clear_log()
+    failed, result = decide(rdma_cluster, mode="operator", rdma=True)
+    assert not failed, result.get("msg")
+    assert result["gpudirect"]["path"] == "peermem" and result["peermem"] == "operator"
+    assert "already runs nvidia-peermem (ClusterPolicy cluster-policy has driver.rdma.enabled=true)" in \
+        result["gpudirect"]["reason"]
+    assert rdma_cluster.writes() == []
+
+
 def test_the_gpudirect_decision_is_the_same_in_check_mode(rdma_cluster):
     params = {"mode": "operator", "rdma": True, "kubeconfig": str(rdma_cluster.kubeconfig),
               "kernel_module_type": "proprietary"}

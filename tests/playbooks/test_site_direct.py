@@ -256,6 +256,24 @@ def test_rdma_over_dma_buf_where_the_nodes_can_run_it_needs_no_peermem(direct_si
     assert again.failed == 0 and again.changed == 0, again.changed_tasks()
 
 
+def test_auto_does_not_move_a_cluster_already_on_peermem_when_the_evidence_grows(direct_site):
+    """The first run cannot read the nodes' kernel (nvidia-peermem, in the operator's driver pods); the nodes then
+    show a 6.8 kernel: a re-run keeps nvidia-peermem and changes nothing, and only dmabuf moves the cluster."""
+    runner, api, repo = direct_site()
+    first = runner.run(**NETWORK)
+    assert first.failed == 0, first.failure_messages() or first.debug_text()
+    assert api.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")["spec"]["driver"]["rdma"]["enabled"] is True
+    boot_kernel(api, "6.8.0-60-generic")
+    again = runner.run()
+    assert again.failed == 0 and again.changed == 0, again.changed_tasks()
+    assert "but the cluster already runs nvidia-peermem (ClusterPolicy cluster-policy has driver.rdma.enabled=true)" \
+        in again.result("The decision")["msg"]
+    moved = runner.run(gpu_platform_gpudirect_path="dmabuf")
+    assert moved.failed == 0, moved.failure_messages()
+    driver = api.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")["spec"]["driver"]
+    assert driver["rdma"]["enabled"] is False and driver["kernelModuleType"] == "open"
+
+
 def test_dmabuf_on_an_old_kernel_is_refused_before_any_write_naming_the_pool(direct_site):
     runner, api, repo = direct_site()
     boot_kernel(api, "5.4.0-150-generic", names=("gpu-node-2",))

@@ -101,6 +101,27 @@ def test_no_gpu_node_seen_is_peermem_saying_what_auto_could_not_check():
     assert "set gpu_platform_gpudirect_path: dmabuf to choose it" in got["gpudirect"]["reason"]
 
 
+RUNNING = {"cluster_policy": {"name": "cluster-policy", "driver_enabled": True, "use_nvidia_driver_crd": False,
+                              "rdma_enabled": True}, "nvidia_drivers": []}
+
+
+def test_auto_keeps_the_peermem_a_running_operator_cluster_has():
+    """The GPU Operator already loads nvidia-peermem: auto does not move the cluster (new driver pods) on a re-run,
+    even once the evidence (GFD's labels, after the first run) shows DMA-BUF would work; dmabuf moves it."""
+    nodes = [node("gpu-a", facts=None, kernel="6.8.0-60-generic")]
+    got = gpu_driver_mode.decide("operator", nodes, RUNNING, rdma=True)
+    assert got["gpudirect"]["path"] == "peermem" and got["peermem"] == "operator"
+    assert got["gpudirect"]["reason"] == (
+        "auto: DMA-BUF would work on every GPU node (1), but the cluster already runs nvidia-peermem (ClusterPolicy "
+        "cluster-policy has driver.rdma.enabled=true) and auto does not move it; set gpu_platform_gpudirect_path: "
+        "dmabuf to move it")
+    assert got["gpu_operator_values"]["driver"]["rdma"]["enabled"] is True
+    moved = gpu_driver_mode.decide("operator", nodes, RUNNING, rdma=True, gpudirect_path="dmabuf")
+    assert moved["gpudirect"]["path"] == "dmabuf" and moved["gpu_operator_values"]["driver"]["rdma"]["enabled"] is False
+    off = dict(RUNNING, cluster_policy=dict(RUNNING["cluster_policy"], rdma_enabled=False))
+    assert gpu_driver_mode.decide("operator", nodes, off, rdma=True)["gpudirect"]["path"] == "dmabuf"
+
+
 # ---------------------------------------------------------------- the evidence and where it is read
 
 

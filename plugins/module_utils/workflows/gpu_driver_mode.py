@@ -53,7 +53,8 @@ def read_cluster(kube, node_selector):
             driver = (policy.get("spec") or {}).get("driver") or {}
             cluster["cluster_policy"] = {"name": policy["metadata"]["name"],
                                          "driver_enabled": driver.get("enabled"),
-                                         "use_nvidia_driver_crd": bool(driver.get("useNvidiaDriverCRD"))}
+                                         "use_nvidia_driver_crd": bool(driver.get("useNvidiaDriverCRD")),
+                                         "rdma_enabled": (driver.get("rdma") or {}).get("enabled") is True}
     if kube.serves(*NVIDIA_DRIVER):
         cluster["nvidia_drivers"] = sorted(d["metadata"]["name"] for d in kube.list(*NVIDIA_DRIVER))
     return nodes, pods, cluster, kernels

@@ -175,8 +175,8 @@ def decide(mode, nodes, cluster=None, cloud_driver="unknown", rdma=False, host_m
     (domain/drivers/gpudirect.py), or Refusal naming each pool or node where an explicit dmabuf cannot work.
 
     ``nodes``: per-node evidence (see ``classify``; ``kernel``, the node's status.nodeInfo.kernelVersion, is read by
-    the GPUDirect decision); ``cluster``: {cluster_policy: {name, driver_enabled, use_nvidia_driver_crd} or None,
-    nvidia_drivers: [names]}. ``kernel_module_type`` is the GPU Operator's driver.kernelModuleType,
+    the GPUDirect decision); ``cluster``: {cluster_policy: {name, driver_enabled, use_nvidia_driver_crd,
+    rdma_enabled} or None, nvidia_drivers: [names]}. ``kernel_module_type`` is the GPU Operator's driver.kernelModuleType,
     ``driver_version`` its pinned driver, ``host_kernel_modules`` the flavour host_driver installs.
     Returns {mode, requested, owner, peermem, reason, gpudirect, gpu_operator_values, nodes}.
     """
@@ -234,8 +234,12 @@ def decide(mode, nodes, cluster=None, cloud_driver="unknown", rdma=False, host_m
         # Loading nvidia-peermem through modules-load.d needs every node's host in the inventory;
         # otherwise (cloud images, hosts set up elsewhere) a DaemonSet loads it on each node.
         peermem = "host" if seen and all(n["managed"] for n in seen) and owner == "host" else "daemonset"
+    policy = cluster.get("cluster_policy") or {}
+    # nvidia-peermem already in the operator's driver pods: auto keeps it (gpudirect.decide, ``running``).
+    running = ("ClusterPolicy %s has driver.rdma.enabled=true" % policy.get("name", "cluster-policy")
+               if owner == "operator" and policy.get("rdma_enabled") is True else "")
     path = gpudirect.decide(gpudirect_path, owner, sorted(nodes, key=lambda n: n["name"]), rdma, node_pools,
-                            kernel_module_type, driver_version, host_kernel_modules)
+                            kernel_module_type, driver_version, host_kernel_modules, running_peermem=running)
     return {
         "mode": chosen,
         "requested": mode,

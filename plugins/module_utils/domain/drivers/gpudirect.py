@@ -313,13 +313,19 @@ def evidence_words(nodes):
 
 
 def decide(path, owner, nodes, rdma, pools=None, kernel_module_type="auto", driver_version="",
-           host_kernel_modules=""):
+           host_kernel_modules="", running_peermem=""):
     """The GPUDirect RDMA path for the cluster: {path: dmabuf | peermem | none, requested, reason, evidence, nodes}.
 
     ``owner``: who owns the driver (host, cloud, operator, from gpu_driver_mode); ``nodes``: the GPU nodes' evidence
     as gpu_driver_mode.decide takes it (each may carry ``kernel``, the node's status.nodeInfo.kernelVersion);
     ``pools``: gpu_platform_node_pools. Raises Refusal when ``path`` is dmabuf and a node's evidence rules it out,
     before anything is written.
+
+    ``running_peermem``: where the cluster already runs nvidia-peermem through the GPU Operator, what shows it (the
+    ClusterPolicy's driver.rdma.enabled). ``auto`` then keeps nvidia-peermem even where DMA-BUF would work: moving a
+    running cluster's path rolls out new driver pods, which is for the user to ask (``dmabuf``), not for a re-run or
+    a collection upgrade to do, and the evidence auto reads grows as the platform goes on (GFD's labels come with the
+    GPU Operator), so without this a second run could change what the first one installed.
     """
     check_inputs(path, kernel_module_type, driver_version, host_kernel_modules)
     pools = check_pools(pools)
@@ -361,5 +367,9 @@ def decide(path, owner, nodes, rdma, pools=None, kernel_module_type="auto", driv
             why.append("not known on %s" % _unknown_text(unknown))
         return dict(result, path="peermem", evidence="", reason="auto: DMA-BUF needs %s; %s" % (
             _all(CONDITIONS), "; and ".join(why)))
+    if running_peermem:
+        return dict(result, path="peermem", evidence="", reason=(
+            "auto: DMA-BUF would work on every GPU node (%d), but the cluster already runs nvidia-peermem (%s) and auto "
+            "does not move it; set gpu_platform_gpudirect_path: dmabuf to move it" % (len(seen), running_peermem)))
     return dict(result, path="dmabuf", evidence=evidence_words(seen), reason=(
         "auto: every GPU node (%d) has %s" % (len(seen), _all(CONDITIONS))))
