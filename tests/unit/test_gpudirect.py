@@ -162,7 +162,7 @@ def test_the_kernel_comes_from_the_host_then_the_node():
     ("open", "", "proprietary", "open"),            # ...but an explicit value is what the next rollout installs
 ])
 def test_the_operators_module_type_follows_driver_kernel_module_type(kernel_module_type, driver_version, loaded,
-                                                                      flavour):
+                                                                     flavour):
     facts = host("gpu-a", module_type=loaded) if loaded else None
     got = gpudirect.node_evidence(node(facts=facts, kernel="6.8.0-60-generic"), "operator", [],
                                   kernel_module_type, driver_version)
