@@ -98,7 +98,7 @@ options:
         recommends; the GPU Operator then gets C(driver.rdma.enabled=false) and C(driver.kernelModuleType=open), and
         nvidia-peermem is not loaded. V(peermem) is the legacy nvidia-peermem module (C(driver.rdma.enabled=true)).
       - V(auto) picks V(dmabuf) when every GPU node's evidence shows that DMA-BUF can work, else V(peermem), and says
-        why in RV(gpudirect.reason).
+        why in the C(reason) of RV(gpudirect).
     type: str
     choices: [auto, dmabuf, peermem]
     default: auto
