@@ -45,6 +45,14 @@ commId 0x3c1f5e2b9a7d4e10 - Init START
 commId 0x3c1f5e2b9a7d4e10 - Init COMPLETE
 """.format(w0=W0, w1=W1)
 
+# What NCCL's IB transport prints of each HCA's GPUDirect RDMA path at NCCL_DEBUG=INFO, nvidia-peermem first
+# (NVIDIA/nccl src/transport/net_ib.cc, ncclIbGetProperties; its format has no closing quote after the device).
+NCCL_GDR_PATHS = {
+    "peermem": "{host}:{pid}:88 [0] NCCL INFO NET/IB : GPU Direct RDMA (nvidia-peermem) enabled for HCA 0 'mlx5_0\n",
+    "dmabuf": "{host}:{pid}:88 [0] NCCL INFO NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0\n",
+}
+GDR_PATH_ORDER = ("peermem", "dmabuf")
+
 NCCL_TABLE_HEAD = """\
 #
 #                                                              out-of-place                       in-place

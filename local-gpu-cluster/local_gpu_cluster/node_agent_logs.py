@@ -3,8 +3,9 @@ write these as the pod's log; KWOK serves them).
 
 * ``nvidia_smi``: one row per GPU the pod holds, the node's product and driver; without a driver, NVML's error.
 * ``nccl``: the launcher's log of a two-node ``all_reduce_perf``: ``[GDRDMA]`` channels over ``NET/IB`` only when
-  GPUDirect RDMA can work (``gdr_blocked`` empty), at the bus bandwidth the nodes' NICs give; else NCCL's fall-back
-  to ``NET/Socket`` at TCP's speed, with the reasons printed first.
+  GPUDirect RDMA can work (``gdr_blocked`` empty), with NCCL's line per path each node offers (nvidia-peermem,
+  DMA-BUF), at the bus bandwidth the nodes' NICs give; else NCCL's fall-back to ``NET/Socket`` at TCP's speed, with
+  the reasons printed first.
 * ``gang_member``: the member's line with its pod's real start time.
 
 The formats are nccl-tests', NCCL's and nvidia-smi's (``local_gpu_cluster/nccl_logs.py`` and
@@ -69,9 +70,20 @@ def _table(bandwidth):
     return "\n".join(rows) + "\n", average
 
 
-def nccl(workers, gdr_blocked, bandwidth):
+def gdr_path_lines(workers, paths):
+    """NCCL's line per GPUDirect RDMA path each worker's HCA offers (``paths``: one set per worker, of ``peermem``
+    and ``dmabuf``)."""
+    text = ""
+    for host, pid, offered in zip(workers, (41, 37), paths or ()):
+        text += "".join(nccl_logs.NCCL_GDR_PATHS[p].format(host=host, pid=pid)
+                        for p in nccl_logs.GDR_PATH_ORDER if p in offered)
+    return text
+
+
+def nccl(workers, gdr_blocked, bandwidth, paths=()):
     """The launcher's log; ``workers``: the two worker pods' host names; ``gdr_blocked``: why GPUDirect RDMA cannot
-    work (empty when it can)."""
+    work (empty when it can); ``paths``: per worker, the GPUDirect RDMA paths NCCL finds there (``peermem``,
+    ``dmabuf``), printed after the IB devices."""
     first, second = (list(workers) + ["worker-0", "worker-1"])[:2]
 
     def named(text):
@@ -84,7 +96,9 @@ def nccl(workers, gdr_blocked, bandwidth):
             "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : %.3f\n#\n" % average)
     rows, average = _table(bandwidth)
     tail = nccl_logs.NCCL_IB_TAIL.replace("175.888", "%.3f" % average)
-    return named(nccl_logs.NCCL_PREAMBLE + nccl_logs.NCCL_IB_INIT) + nccl_logs.NCCL_TABLE_HEAD + rows + named(tail)
+    using, rest = nccl_logs.NCCL_IB_INIT.split("\n", 1)
+    init = named(using + "\n") + gdr_path_lines([first, second], paths) + named(rest)
+    return named(nccl_logs.NCCL_PREAMBLE) + init + nccl_logs.NCCL_TABLE_HEAD + rows + named(tail)
 
 
 def gang_member(start_time, node):

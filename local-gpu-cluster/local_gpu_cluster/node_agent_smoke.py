@@ -8,8 +8,9 @@ removes both with the pod. What a log says is read from the cluster at that mome
 * ``nvidia-smi``: the GPUs the pod's limits hold, the node's product, a driver only where one is loaded (declared by
   the node, or the driver pod Ready there);
 * ``mpirun`` (the NCCL launcher): GPUDirect RDMA over InfiniBand only when every worker holds an RDMA resource its
-  node advertises, nvidia-peermem is loaded on every worker's node and the NicClusterPolicy is ready; the bus
-  bandwidth from the nodes' NICs;
+  node advertises, every worker's node has a path for it (nvidia-peermem loaded, or DMA-BUF: the open kernel modules,
+  Linux 5.12+, a Turing-or-newer GPU) and the NicClusterPolicy is ready, with NCCL's line per path each node offers;
+  the bus bandwidth from the nodes' NICs;
 * ``gang-member``: the pod's own start time.
 """
 
@@ -118,6 +119,41 @@ class SmokeLogs(Controller):
         nic = hardware.get("nic_driver") or "doca-driver" in ready
         return bool("driver" in ready and rdma and nic)
 
+    def _dmabuf(self, hardware, ready):
+        """Why DMA-BUF cannot carry GPUDirect RDMA on the node, or '' where it can: the driver loaded there is the
+        open kernel modules (declared by the node; the operator's, by its ClusterPolicy's driver.kernelModuleType,
+        auto being open from branch R570), its kernel is 5.12 or newer, its GPUs Turing or newer (compute capability
+        7.5), and its NIC driver runs (NVIDIA/cloud-native-docs gpu-operator-rdma.rst, "Common Prerequisites")."""
+        declared = hardware.get("driver") or {}
+        if declared:
+            flavour = "open" if declared.get("open") else "proprietary"
+        elif "driver" in ready:
+            driver = self._cluster_policy().get("driver") or {}
+            flavour = driver.get("kernelModuleType") or "auto"
+            if flavour == "auto":
+                branch = str(self._driver(hardware, ready) or "").split(".")[0]
+                flavour = "open" if branch.isdigit() and int(branch) >= 570 else "proprietary"
+        else:
+            return "no driver is loaded"
+        release = str(hardware.get("kernel") or "").split("-", 1)[0].split(".")
+        kernel = tuple(int(p) for p in release[:2] if p.isdigit())
+        compute = tuple((hardware.get("gpus") or {}).get("compute") or (0, 0))
+        if flavour != "open":
+            return "the driver is the proprietary kernel module"
+        if kernel < (5, 12):
+            return "kernel %s is older than 5.12" % hardware.get("kernel")
+        if compute < (7, 5):
+            return "its GPUs are older than Turing"
+        if not (hardware.get("nic_driver") or "doca-driver" in ready):
+            return "no NIC driver runs"
+        return ""
+
+    def _gdr_paths(self, node, hardware, ready):
+        """The GPUDirect RDMA paths NCCL finds on the node, and why DMA-BUF is not one ('' where it is)."""
+        why = self._dmabuf(hardware, ready)
+        paths = ({"peermem"} if self._peermem(node, hardware, ready) else set()) | (set() if why else {"dmabuf"})
+        return paths, why
+
     def _log(self, pod, container):
         node, hardware = self._node(pod["spec"]["nodeName"])
         if container == "nvidia-smi":
@@ -158,7 +194,7 @@ class SmokeLogs(Controller):
                    if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
         if len(workers) < 2:
             return None
-        blocked, hardwares = [], []
+        blocked, hardwares, paths = [], [], []
         for worker in sorted(workers, key=lambda p: p["metadata"]["name"]):
             name, node_name = worker["metadata"]["name"], worker["spec"]["nodeName"]
             node, hardware = self._node(node_name)
@@ -171,8 +207,11 @@ class SmokeLogs(Controller):
             for resource in rdma:
                 if advertised.get(resource, "0") in ("0", 0):
                     blocked.append("node %s advertises no %s" % (node_name, resource))
-            if not self._peermem(node, hardware, ready):
-                blocked.append("nvidia-peermem is not loaded on node %s" % node_name)
+            offered, why = self._gdr_paths(node, hardware, ready)
+            paths.append(offered)
+            if not offered:
+                blocked.append("nvidia-peermem is not loaded on node %s, and DMA-BUF cannot work there (%s)"
+                               % (node_name, why))
         try:
             policies = self.store.list("mellanox.com/v1alpha1", "NicClusterPolicy")
         except Exception:  # noqa: BLE001 - not served: no Network Operator
@@ -180,7 +219,7 @@ class SmokeLogs(Controller):
         if not any((p.get("status") or {}).get("state") == "ready" for p in policies):
             blocked.append("the NicClusterPolicy is not ready")
         hosts = [w["metadata"]["name"] for w in sorted(workers, key=lambda p: p["metadata"]["name"])]
-        return logs.nccl(hosts, blocked, logs.busbw(hardwares))
+        return logs.nccl(hosts, blocked, logs.busbw(hardwares), paths)
 
     # ------------------------------------------------------------ files and the Logs object
 

@@ -345,6 +345,38 @@ def test_the_nccl_log_follows_the_workers_nodes(fake, live, tmp_path):
     assert runner.settle()
 
 
+@pytest.mark.parametrize("driver, words", [
+    ({"version": "580.126.20", "installed_by": "host", "open": True}, None),
+    ({"version": "580.126.20", "installed_by": "host", "open": False},
+     "nvidia-peermem is not loaded on node dgx-2, and DMA-BUF cannot work there (the driver is the proprietary "
+     "kernel module)"),
+], ids=["open", "proprietary"])
+def test_without_peermem_the_nccl_log_uses_dma_buf_where_the_node_can(fake, live, tmp_path, driver, words):
+    """Hosts whose driver is the open kernel modules, on kernel 6.8 with H100s and their NIC driver running: GDRDMA
+    through DMA-BUF with no nvidia-peermem loaded; the proprietary module has no path without it."""
+    fake.store.create({"apiVersion": "mellanox.com/v1alpha1", "kind": "NicClusterPolicy",
+                       "metadata": {"name": "nic-cluster-policy"}, "spec": {}})
+    fake.store.patch_status("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy", {"state": "ready"})
+    declared = hardware("h100", nic="cx7-ib", nics=8, netdev="ib%d", kernel="6.8.0-60-generic", driver=driver)
+    for name in ("dgx-1", "dgx-2"):
+        _bare_node(fake, name, declared=declared)
+        fake.store.patch_status("v1", "Node", name, {"allocatable": {"rdma/ib": "8", "nvidia.com/gpu": "8"}})
+        _pod(fake, "doca-driver", name, "network")
+    runner = live([SmokeLogs(tmp_path)])
+    for index in (1, 2):
+        _smoke_pod(fake, "nccl-worker-%d" % index, "dgx-%d" % index, "worker", {"rdma/ib": "8"}, "nccl-worker")
+    _smoke_pod(fake, "nccl-launcher", "dgx-1", "launcher")
+    log = tmp_path / "smoke_nccl-launcher" / "mpirun.log"
+    wait_until(log.exists, what="the launcher's log")
+    text = log.read_text()
+    if words:
+        assert words in text and "GDRDMA" not in text, text[:600]
+    else:
+        assert "GDRDMA" in text and "NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0" in text, text[:900]
+        assert "(nvidia-peermem) enabled" not in text
+    assert runner.settle()
+
+
 def test_a_launcher_running_before_its_workers_are_placed_gets_its_log_once_they_are(fake, live, tmp_path):
     """A gang scheduler (KAI) binds launcher and workers at once: the launcher may run, with no event of its own
     after, before the workers are placed. Its log is written when the workers' placement is seen."""

@@ -10,9 +10,10 @@ from ansible_collections.gpu_platform.cluster.plugins.plugin_utils.filter_errors
 
 
 @user_errors
-def platform_summary(layers, render_to="", render_format="flux", units=None, pinned=None, smoke=None):
+def platform_summary(layers, render_to="", render_format="flux", units=None, pinned=None, smoke=None,
+                     driver_decision=None):
     return summary.sentences(render_to or "", render_format or "flux", list(units or []), dict(pinned or {}),
-                             list(layers or []), list(smoke or []))
+                             list(layers or []), list(smoke or []), driver_decision or None)
 
 
 class FilterModule:

@@ -28,7 +28,16 @@ description:
     is false when every node already has the NVIDIA Container Toolkit.
   - Also returns how nvidia-peermem gets loaded. V(host) means the peermem role loads it on the hosts; V(daemonset)
     means a DaemonSet loads it, for cloud-managed or uninventoried host drivers; V(operator) means the operator's
-    driver container loads it.
+    driver container loads it; V(none) means GPUDirect RDMA goes over DMA-BUF and nothing loads it.
+  - With O(rdma), decides the GPUDirect RDMA path (O(gpudirect_path)) from each GPU node's evidence. DMA-BUF needs
+    the open kernel modules, Linux 5.12 or newer and a Turing-or-newer GPU, and no nvidia-peermem or MOFED; nvidia-peermem
+    works with any driver but needs MOFED/DOCA-OFED (NVIDIA's gpu-operator-rdma.rst). The evidence is the driver owner,
+    the kernel module type (C(/proc/driver/nvidia/version) on the host, or O(kernel_module_type) and O(driver_version)
+    for the operator's driver), the kernel release (the host's, or the node's C(status.nodeInfo.kernelVersion)) and the
+    GPU generation (GPU Feature Discovery's C(nvidia.com/gpu.compute.major)/C(.minor), C(nvidia.com/gpu.family) or
+    C(nvidia.com/gpu.product) label, or the pool's C(gpu_product)). V(dmabuf) that the evidence rules out on a node
+    (the proprietary module, a cloud-managed driver, an older kernel, a pre-Turing GPU) fails before anything changes,
+    naming the pool, the evidence and the fix.
 author:
   - gpu_platform maintainers (@gpu-platform)
 extends_documentation_fragment:
@@ -73,8 +82,9 @@ options:
     choices: [unknown, present, absent]
     default: unknown
   rdma:
-    description: GPUDirect RDMA is wanted. With the operator driver this sets C(driver.rdma.enabled); with a host
-      driver the peermem role loads nvidia-peermem instead.
+    description: GPUDirect RDMA is wanted, over the path O(gpudirect_path) decides. With nvidia-peermem and the
+      operator driver this sets C(driver.rdma.enabled); with a host driver the peermem role loads nvidia-peermem
+      instead.
     type: bool
     default: false
   host_mofed:
@@ -82,6 +92,42 @@ options:
       C(driver.rdma.useHostMofed) with the operator driver.
     type: bool
     default: false
+  gpudirect_path:
+    description:
+      - How GPUDirect RDMA reaches GPU memory when O(rdma) is true. V(dmabuf) is the Linux kernel's DMA-BUF, which NVIDIA
+        recommends; the GPU Operator then gets C(driver.rdma.enabled=false) and C(driver.kernelModuleType=open), and
+        nvidia-peermem is not loaded. V(peermem) is the legacy nvidia-peermem module (C(driver.rdma.enabled=true)).
+      - V(auto) picks V(dmabuf) when every GPU node's evidence shows that DMA-BUF can work, else V(peermem), and says
+        why in the C(reason) of RV(gpudirect).
+    type: str
+    choices: [auto, dmabuf, peermem]
+    default: auto
+  node_pools:
+    description:
+      - The platform's node pools (C(gpu_platform_node_pools)); a refusal names the pool whose C(node_selector) a node's
+        labels match, and a pool's C(gpu_product) tells its GPU generation where GPU Feature Discovery has not labelled
+        the node yet. Only C(name), C(node_selector) and C(gpu_product) are read.
+    type: list
+    elements: dict
+    default: []
+  kernel_module_type:
+    description:
+      - The GPU Operator's C(driver.kernelModuleType) (from C(gpu_operator_extra_values)), V(auto), V(open) or
+        V(proprietary); read when the operator owns the driver. V(auto) counts as the open modules for driver branches
+        R570 and newer, and for the chart's default driver.
+      - Another value fails naming C(gpu_operator_extra_values.driver.kernelModuleType).
+    type: str
+    default: auto
+  driver_version:
+    description: The operator's pinned driver version (C(gpu_platform_driver_version)); empty is the chart's default.
+    type: str
+    default: ""
+  host_kernel_modules:
+    description: The kernel module flavour C(host_driver) installs on a host that has no driver yet
+      (C(host_driver_kernel_modules)); empty when unknown.
+    type: str
+    choices: ["", open, proprietary]
+    default: ""
 requirements:
   - kubernetes (Python library; only with O(read_cluster=true))
 """
@@ -128,9 +174,24 @@ owner:
   returned: success
   type: str
 peermem:
-  description: How nvidia-peermem gets loaded, V(host), V(daemonset) or V(operator).
+  description: How nvidia-peermem gets loaded, V(host), V(daemonset) or V(operator); V(none) with DMA-BUF.
   returned: success
   type: str
+gpudirect:
+  description:
+    - The GPUDirect RDMA path, C(path) (V(dmabuf), V(peermem), or V(none) when O(rdma) is false), C(requested)
+      (O(gpudirect_path)), C(reason), C(evidence) (what the nodes share, in words, with DMA-BUF) and C(nodes).
+    - Each node has C(name), C(pool), C(module_type) and C(module_source), C(kernel) and C(kernel_source),
+      C(architecture), C(compute) and C(gpu_source), C(branch), C(blocks) (the DMA-BUF conditions its evidence rules
+      out, each with C(condition), C(found) and C(fix)) and C(unknown) (the conditions nothing showed).
+  returned: success
+  type: dict
+  sample:
+    path: dmabuf
+    requested: auto
+    reason: "auto: every GPU node (2) has an open kernel module driver, Linux 5.12 or newer, a Turing-or-newer GPU
+      (compute capability 7.5)"
+    evidence: open kernel modules 595, kernel 6.8, Hopper
 reason:
   description: Why this mode.
   returned: success
@@ -168,6 +229,11 @@ ARGUMENT_SPEC = shared.combine(
     cloud_driver={"type": "str", "choices": ["unknown", "present", "absent"], "default": "unknown"},
     rdma={"type": "bool", "default": False},
     host_mofed={"type": "bool", "default": False},
+    gpudirect_path={"type": "str", "choices": ["auto", "dmabuf", "peermem"], "default": "auto"},
+    node_pools={"type": "list", "elements": "dict", "default": []},
+    kernel_module_type={"type": "str", "default": "auto"},
+    driver_version={"type": "str", "default": ""},
+    host_kernel_modules={"type": "str", "choices": ["", "open", "proprietary"], "default": ""},
 )
 
 

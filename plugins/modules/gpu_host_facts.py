@@ -93,7 +93,8 @@ ansible_facts:
   contains:
     gpu_host:
       description: C(node_name), C(gpu_present), C(gpus) (PCI address and device id), C(driver_loaded),
-        C(driver_version), C(modules) (of interest, loaded), C(peermem_loaded), C(nouveau_loaded), C(driver_packages)
+        C(driver_version), C(kernel_module_type) (V(open) where C(/proc/driver/nvidia/version) says "Open Kernel
+        Module", V(proprietary), or empty without a loaded driver), C(modules) (of interest, loaded), C(peermem_loaded), C(nouveau_loaded), C(driver_packages)
         and C(toolkit_packages) (name to version), C(packages) (installed NVIDIA, CUDA, kernel header and DKMS packages
         and the O(packages) asked for), C(nvidia_smi) (path or empty), C(package_manager), C(host_driver) (the
         host_driver role's record, or empty), C(os) (C(family), C(distribution), C(major), C(version),
@@ -106,6 +107,7 @@ ansible_facts:
         gpus: [{address: "0000:17:00.0", device: "0x2330"}]
         driver_loaded: true
         driver_version: 535.247.01
+        kernel_module_type: proprietary
         modules: [nvidia, nvidia_peermem]
         peermem_loaded: true
         nouveau_loaded: false

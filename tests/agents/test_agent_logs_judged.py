@@ -36,3 +36,24 @@ def test_a_gang_member_prints_its_pods_start_time():
     from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import checks as smoke_checks
     text = node_agent_logs.gang_member("2026-11-26T12:00:03Z", "n-1")
     assert smoke_checks.start_time_from_log(text) == "2026-11-26T12:00:03Z"
+
+
+def test_the_nccl_log_names_the_gpudirect_path_and_the_collection_reports_it():
+    """NCCL names each HCA's GPUDirect RDMA path (nvidia-peermem, DMABUF); the smoke check says which carried it."""
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke import (
+        nccl_check as smoke_nccl_check)
+    bandwidth = node_agent_logs.busbw([H100_AKS, H100_AKS])
+    dmabuf = node_agent_logs.nccl(["w-0", "w-1"], [], bandwidth, [{"dmabuf"}, {"dmabuf"}])
+    assert "w-0:41:88 [0] NCCL INFO NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0" in dmabuf
+    assert "nvidia-peermem" not in dmabuf
+    verdict = smoke_nccl_check.check_nccl(dmabuf, 280.0)
+    assert verdict["passed"] is True
+    assert verdict["reason"].startswith("GPUDirect RDMA over InfiniBand in use through DMA-BUF (GDRDMA on ")
+    peermem = node_agent_logs.nccl(["w-0", "w-1"], [], bandwidth, [{"peermem"}, {"peermem"}])
+    assert "in use through nvidia-peermem (" in smoke_nccl_check.check_nccl(peermem, 280.0)["reason"]
+    both = node_agent_logs.nccl(["w-0", "w-1"], [], bandwidth, [{"peermem", "dmabuf"}, {"peermem", "dmabuf"}])
+    assert both.index("(nvidia-peermem) enabled") < both.index("(DMABUF) enabled"), "NCCL's order"
+    assert "through DMA-BUF (nvidia-peermem loaded too)" in smoke_nccl_check.check_nccl(both, 280.0)["reason"]
+    # an older NCCL names no path: nothing is claimed
+    assert " through " not in smoke_nccl_check.check_nccl(node_agent_logs.nccl(["w-0", "w-1"], [], bandwidth),
+                                                          280.0)["reason"]

@@ -137,6 +137,97 @@ def test_bad_inputs_name_the_option(cluster, params, words):
     assert cluster.writes() == []
 
 
+def rdma_node(name, kernel, compute, pool="h100"):
+    """A GPU node as GFD labels it (compute capability) with its kubelet's kernel release."""
+    node = gpu_node(name, product="NVIDIA-H100-80GB-HBM3")
+    node["metadata"]["labels"].update({"nodepool": pool, "nvidia.com/gpu.compute.major": str(compute[0]),
+                                       "nvidia.com/gpu.compute.minor": str(compute[1])})
+    node["status"]["nodeInfo"] = {"kernelVersion": kernel, "osImage": "Ubuntu 24.04.2 LTS"}
+    return node
+
+
+@pytest.fixture
+def rdma_cluster(fake_api_factory):
+    api = fake_api_factory(controllers=default_controllers())
+    api.store.create(rdma_node("h100-1", "6.8.0-60-generic", (9, 0)))
+    api.store.create(rdma_node("h100-2", "6.8.0-60-generic", (9, 0)))
+    api.clear_log()
+    return api
+
+
+POOLS = [{"name": "h100", "node_selector": {"nodepool": "h100"}, "sharing": "none"},
+         {"name": "v100", "node_selector": {"nodepool": "v100"}, "sharing": "none"}]
+
+
+def test_auto_reads_the_nodes_kernel_and_gpu_and_picks_dmabuf_for_the_operators_driver(rdma_cluster):
+    failed, result = decide(rdma_cluster, mode="operator", rdma=True, node_pools=POOLS)
+    assert not failed, result.get("msg")
+    gpudirect = result["gpudirect"]
+    assert gpudirect["path"] == "dmabuf" and gpudirect["requested"] == "auto" and result["peermem"] == "none"
+    assert gpudirect["evidence"] == "open kernel modules, kernel 6.8, Hopper"
+    assert [(n["name"], n["pool"], n["kernel_source"]) for n in gpudirect["nodes"]] == [
+        ("h100-1", "h100", "status.nodeInfo.kernelVersion"), ("h100-2", "h100", "status.nodeInfo.kernelVersion")]
+    assert result["gpu_operator_values"]["driver"]["rdma"] == {"enabled": False, "useHostMofed": False}
+    assert result["gpu_operator_values"]["driver"]["kernelModuleType"] == "open"
+    assert rdma_cluster.writes() == []
+
+
+def test_explicit_dmabuf_is_refused_before_any_write_naming_the_pool_and_the_evidence(rdma_cluster):
+    rdma_cluster.store.create(rdma_node("v100-1", "5.4.0-150-generic", (7, 0), pool="v100"))
+    rdma_cluster.clear_log()
+    failed, result = decide(rdma_cluster, mode="operator", rdma=True, node_pools=POOLS, gpudirect_path="dmabuf")
+    assert failed
+    assert result["msg"] == (
+        "gpu_platform_gpudirect_path is dmabuf but DMA-BUF cannot work on 1 GPU node(s): pool v100, node v100-1: "
+        "kernel 5.4.0-150-generic (status.nodeInfo.kernelVersion) is older than 5.12 - fix: boot a kernel 5.12 or "
+        "newer; Volta GPUs (nvidia.com/gpu.compute.major=7, nvidia.com/gpu.compute.minor=0) are older than Turing "
+        "(compute capability 7.5) - fix: run GPUDirect RDMA on Turing-or-newer GPUs. Fix that, or set "
+        "gpu_platform_gpudirect_path: peermem (legacy nvidia-peermem, with MLNX_OFED/DOCA-OFED). Nothing was changed.")
+    assert [n["name"] for n in result["gpudirect"] if n["blocks"]] == ["v100-1"]
+    assert rdma_cluster.writes() == []
+    # auto takes nvidia-peermem instead, through the operator's driver container
+    failed, result = decide(rdma_cluster, mode="operator", rdma=True, node_pools=POOLS)
+    assert not failed and result["gpudirect"]["path"] == "peermem" and result["peermem"] == "operator"
+    assert result["gpu_operator_values"]["driver"]["rdma"]["enabled"] is True
+    assert rdma_cluster.writes() == []
+
+
+def test_a_cluster_policy_with_peermem_keeps_auto_on_peermem(rdma_cluster):
+    rdma_cluster.store.create({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
+                               "metadata": {"name": "cluster-policy"},
+                               "spec": {"driver": {"enabled": True, "rdma": {"enabled": True}}}})
+    rdma_cluster.clear_log()
+    failed, result = decide(rdma_cluster, mode="operator", rdma=True)
+    assert not failed, result.get("msg")
+    assert result["gpudirect"]["path"] == "peermem" and result["peermem"] == "operator"
+    assert "already runs nvidia-peermem (ClusterPolicy cluster-policy has driver.rdma.enabled=true)" in \
+        result["gpudirect"]["reason"]
+    assert rdma_cluster.writes() == []
+
+
+def test_the_gpudirect_decision_is_the_same_in_check_mode(rdma_cluster):
+    params = {"mode": "operator", "rdma": True, "kubeconfig": str(rdma_cluster.kubeconfig),
+              "kernel_module_type": "proprietary"}
+    normal = run_module("gpu_driver_mode", params)
+    assert normal[0] is False and normal[1]["gpudirect"]["path"] == "peermem"
+    assert run_module("gpu_driver_mode", params, check_mode=True) == normal
+    assert rdma_cluster.writes() == []
+
+
+@pytest.mark.parametrize("params, words", [
+    ({"gpudirect_path": "dma-buf"}, "value of gpudirect_path must be one of: auto, dmabuf, peermem, got: dma-buf"),
+    ({"kernel_module_type": "Open"}, "gpu_operator_extra_values.driver.kernelModuleType: 'Open' is not a kernel "
+                                     "module type"),
+    ({"node_pools": [{"node_selector": {"a": "b"}}]}, "node_pools[0]: has no name"),
+    ({"host_kernel_modules": "dkms"}, "value of host_kernel_modules must be one of"),
+])
+def test_bad_gpudirect_inputs_name_the_option_and_write_nothing(rdma_cluster, params, words):
+    failed, result = decide(rdma_cluster, mode="operator", rdma=True, **params)
+    assert failed and words in result["msg"], result["msg"]
+    assert "Traceback" not in result["msg"]
+    assert rdma_cluster.writes() == []
+
+
 def write(path, text):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -164,6 +255,7 @@ def test_host_facts_from_a_gpu_host_tree(tmp_path):
     assert facts["node_name"] == "gpu-node-01" and result["changed"] is False
     assert facts["gpus"] == [{"address": "0000:17:00.0", "device": "0x2330"}] and facts["gpu_present"] is True
     assert facts["driver_loaded"] is True and facts["driver_version"] == "535.247.01"
+    assert facts["kernel_module_type"] == "proprietary", "no 'Open Kernel Module' in /proc/driver/nvidia/version"
     assert facts["peermem_loaded"] is True and facts["nouveau_loaded"] is False
     assert facts["modules"] == ["ib_core", "nvidia", "nvidia_peermem"]
     assert facts["host_driver"] == {"branch": "535", "source": "distribution"}

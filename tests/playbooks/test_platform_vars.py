@@ -14,6 +14,7 @@ pytestmark = pytest.mark.slow
 @pytest.mark.parametrize("over, words", [
     ({"gpu_platform_driver_mode": "hosts"}, "gpu_platform_driver_mode must be one of: host, operator, auto"),
     ({"gpu_platform_network_mode": "rdma"}, "gpu_platform_network_mode must be one of"),
+    ({"gpu_platform_gpudirect_path": "dma-buf"}, "gpu_platform_gpudirect_path must be one of: auto, dmabuf, peermem"),
     ({"gpu_platform_smoke_tests_enabled": "perhaps"}, "gpu_platform_smoke_tests_enabled"),
     ({"gpu_platform_teams": "ml"}, "gpu_platform_teams"),
 ])

@@ -232,6 +232,62 @@ def test_network_layer_goes_first_and_the_gpu_operator_gets_rdma(direct_site):
     assert again.failed == 0 and again.changed == 0, again.changed_tasks()
 
 
+def boot_kernel(api, release, names=("gpu-node-1", "gpu-node-2")):
+    for name in names:
+        api.store.patch_status("v1", "Node", name, {"nodeInfo": {"kernelVersion": release}})
+    api.clear_log()
+
+
+def test_rdma_over_dma_buf_where_the_nodes_can_run_it_needs_no_peermem(direct_site):
+    """auto, the operator's driver (the chart's default, open modules), kernel 6.8 and A100s: DMA-BUF, so the
+    ClusterPolicy gets no nvidia-peermem sidecar and nothing loads nvidia-peermem."""
+    runner, api, repo = direct_site()
+    boot_kernel(api, "6.8.0-60-generic")
+    result = runner.run(**NETWORK)
+    assert result.failed == 0, result.failure_messages() or result.debug_text()
+    decision = result.result("The decision")["msg"]
+    assert "GPUDirect RDMA over dmabuf (auto: every GPU node (2) has the open kernel modules" in decision
+    driver = api.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")["spec"]["driver"]
+    assert driver["rdma"]["enabled"] is False and driver["kernelModuleType"] == "open"
+    assert api.store.get("apps/v1", "DaemonSet", "nvidia-peermem-loader", "nvidia-peermem") is None
+    summary = result.result("What was written and which versions are pinned")["msg"]
+    assert "GPUDirect RDMA: dmabuf (open kernel modules, kernel 6.8, Ampere)." in summary
+    again = runner.run()
+    assert again.failed == 0 and again.changed == 0, again.changed_tasks()
+
+
+def test_auto_does_not_move_a_cluster_already_on_peermem_when_the_evidence_grows(direct_site):
+    """The first run cannot read the nodes' kernel (nvidia-peermem, in the operator's driver pods); the nodes then
+    show a 6.8 kernel: a re-run keeps nvidia-peermem and changes nothing, and only dmabuf moves the cluster."""
+    runner, api, repo = direct_site()
+    first = runner.run(**NETWORK)
+    assert first.failed == 0, first.failure_messages() or first.debug_text()
+    assert api.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")["spec"]["driver"]["rdma"]["enabled"] is True
+    boot_kernel(api, "6.8.0-60-generic")
+    again = runner.run()
+    assert again.failed == 0 and again.changed == 0, again.changed_tasks()
+    assert "but the cluster already runs nvidia-peermem (ClusterPolicy cluster-policy has driver.rdma.enabled=true)" \
+        in again.result("The decision")["msg"]
+    moved = runner.run(gpu_platform_gpudirect_path="dmabuf")
+    assert moved.failed == 0, moved.failure_messages()
+    driver = api.store.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")["spec"]["driver"]
+    assert driver["rdma"]["enabled"] is False and driver["kernelModuleType"] == "open"
+
+
+def test_dmabuf_on_an_old_kernel_is_refused_before_any_write_naming_the_pool(direct_site):
+    runner, api, repo = direct_site()
+    boot_kernel(api, "5.4.0-150-generic", names=("gpu-node-2",))
+    pools = [{"name": "training", "node_selector": {"nodepool": "training"}, "sharing": "none"}]
+    result = runner.run(gpu_platform_gpudirect_path="dmabuf", gpu_platform_node_pools=pools, **NETWORK)
+    assert result.failed == 1
+    msg = result.failure_messages()[-1]
+    assert msg.startswith("gpu_platform_gpudirect_path is dmabuf but DMA-BUF cannot work on 1 GPU node(s): pool "
+                          "training, node gpu-node-2: kernel 5.4.0-150-generic (status.nodeInfo.kernelVersion) is "
+                          "older than 5.12 - fix: boot a kernel 5.12 or newer."), msg
+    assert "gpu-node-1" not in msg
+    assert api.writes() == []
+
+
 def test_network_policy_never_ready_stops_before_the_gpu_operator(direct_site):
     runner, api, repo = direct_site(network_stuck=("state-OFED",))
     result = runner.run(**NETWORK)

@@ -275,3 +275,54 @@ def test_a_custom_mig_config_reaches_the_gpu_operator_release(render_site, share
     assert len(maps) == 1 and yaml.safe_load(maps[0]["data"]["config.yaml"]) == example["gpu_platform_mig_config"]
     defaults = pinned_charts.values_path("gpu-operator")
     assert crdschema.check_values_keys(values, defaults) == []
+
+
+RDMA_NETWORK = {"gpu_platform_network_mode": "rdma_shared", "gpu_platform_scheduling_enabled": False,
+                "network_operator_selectors": {"vendors": ["15b3"], "link_type": "infiniband", "interfaces": ["ibs1f0"]}}
+
+
+def test_dmabuf_renders_the_operator_without_peermem_and_with_the_open_modules(render_site, shared_dir):
+    runner, out = render_site
+    result = runner.run(gpu_platform_gpudirect_path="dmabuf", gpu_platform_host_mofed=True, **RDMA_NETWORK)
+    assert result.failed == 0, result.failure_messages()
+    files = bundle(out)
+    values = files["helmrelease-gpu-operator-gpu-operator.yaml"]["spec"]["values"]
+    assert values["driver"]["rdma"] == {"enabled": False, "useHostMofed": True}, "no nvidia-peermem sidecar"
+    assert values["driver"]["kernelModuleType"] == "open"
+    assert crdschema.check_values_keys(values, pinned_charts.values_path("gpu-operator")) == []
+    assert not any("peermem" in name for name in files), "no loader DaemonSet"
+    decision = result.result("The decision")["msg"]
+    assert "GPUDirect RDMA over dmabuf (requested: dmabuf (not verified: no GPU node seen yet))" in decision
+    assert "nvidia-peermem via" not in decision
+    summary = result.result("What was written and which versions are pinned")["msg"]
+    assert "GPUDirect RDMA: dmabuf (requested: dmabuf (not verified: no GPU node seen yet))." in summary
+    # auto, with no GPU node to read, keeps nvidia-peermem and says why
+    result = runner.run(gpu_platform_gpudirect_path="auto")
+    assert result.failed == 0, result.failure_messages()
+    values = bundle(out)["helmrelease-gpu-operator-gpu-operator.yaml"]["spec"]["values"]
+    assert values["driver"]["rdma"] == {"enabled": True, "useHostMofed": True}
+    assert "kernelModuleType" not in values["driver"]
+    line = next(s for s in result.result("What was written and which versions are pinned")["msg"]
+                if s.startswith("GPUDirect RDMA: "))
+    assert line.startswith("GPUDirect RDMA: peermem, nvidia-peermem loaded by the GPU Operator's driver container "
+                           "(driver.rdma.enabled) (auto: no GPU node seen yet")
+
+
+@pytest.mark.parametrize("over, words", [
+    ({"gpu_platform_driver_mode": "host", "gpu_platform_cloud_driver": "present"},
+     "every GPU node: the cloud's node image ships its own driver (gpu_platform_cloud_driver: present)"),
+    ({"gpu_operator_extra_values": {"driver": {"kernelModuleType": "proprietary"}}},
+     "every GPU node: the proprietary kernel module (driver.kernelModuleType=proprietary) - fix: set "
+     "driver.kernelModuleType: open in gpu_operator_extra_values"),
+    ({"gpu_platform_driver_version": "535.288.01"},
+     "the proprietary kernel module (driver.kernelModuleType=auto with driver 535.288.01 (before R570))"),
+], ids=["cloud-driver", "operator-proprietary", "operator-535"])
+def test_dmabuf_that_cannot_work_stops_the_run_before_anything_is_written(render_site, over, words):
+    runner, out = render_site
+    result = runner.run(gpu_platform_gpudirect_path="dmabuf", **over, **RDMA_NETWORK)
+    assert result.failed == 1
+    msg = result.failure_messages()[-1]
+    assert msg.startswith("gpu_platform_gpudirect_path is dmabuf but DMA-BUF cannot work on "), msg
+    assert words in msg, msg
+    assert "set gpu_platform_gpudirect_path: peermem" in msg and msg.endswith("Nothing was changed.")
+    assert not out.exists()

@@ -37,6 +37,24 @@ def test_driver_version(text, version):
     assert gpu_host_facts.driver_version(text) == version
 
 
+@pytest.mark.parametrize("text, module_type", [
+    (PROPRIETARY, "proprietary"),
+    (OPEN, "open"),
+    (OPEN_ARM, "open"),
+    (ARM, "proprietary"),
+    (DEBIAN_470, "proprietary"),
+    ("", ""),
+    (None, ""),
+    # no driver version: no module loaded, whatever the text says
+    ("NVRM version: Open Kernel Module\n", ""),
+])
+def test_kernel_module_type_is_what_gpudirect_over_dma_buf_needs(text, module_type):
+    """DMA-BUF needs the open kernel modules: their /proc/driver/nvidia/version says "Open Kernel Module"."""
+    assert gpu_host_facts.kernel_module_type(text) == module_type
+    facts = gpu_host_facts.summarize("gpu-a", {}, text, "", {}, "")
+    assert facts["kernel_module_type"] == module_type
+
+
 PROC_MODULES = """\
 nvidia_peermem 16384 0 - Live 0x0000000000000000 (POE)
 nvidia_uvm 4956160 4 - Live 0x0000000000000000 (POE)
@@ -235,6 +253,7 @@ def test_summarize_ubuntu_host_with_a_loaded_driver():
         "gpus": [{"address": "0000:17:00.0", "device": "0x1eb8"}, {"address": "0000:3b:00.0", "device": "0x2330"}],
         "driver_loaded": True,
         "driver_version": "535.247.01",
+        "kernel_module_type": "proprietary",
         "modules": ["ib_core", "nvidia", "nvidia_modeset", "nvidia_peermem", "nvidia_uvm"],
         "peermem_loaded": True,
         "nouveau_loaded": False,

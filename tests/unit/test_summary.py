@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import summary
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
@@ -64,3 +65,36 @@ def test_a_record_without_its_layer_is_named(layers, smoke, field):
 
 def test_words():
     assert [summary.words(x) for x in ([], ["a"], ["a", "b"], ["a", "b", "c"])] == ["", "a", "a and b", "a, b and c"]
+
+
+def gpudirect_decision(**kwargs):
+    """gpu_driver_mode's decision for two Hopper hosts with the open modules on kernel 6.8."""
+    labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.family": "hopper"}
+    nodes = [{"name": name, "labels": dict(labels), "driver_pods": [],
+              "host": {"node_name": name, "driver_loaded": True, "driver_version": "595.91.07",
+                       "kernel_module_type": kwargs.pop("module_type", "open"), "os": {"kernel": "6.8.0-60-generic"}}}
+             for name in ("gpu-a", "gpu-b")]
+    return gpu_driver_mode.decide("host", nodes, rdma=kwargs.pop("rdma", True), **kwargs)
+
+
+def test_the_gpudirect_path_is_a_line_before_the_smoke_tests():
+    smoke = [{"layer": "gpu_operator", "check": "cuda", "passed": True}]
+    lines = summary.sentences("", "flux", [], {}, [], smoke, gpudirect_decision())
+    assert lines[3] == "GPUDirect RDMA: dmabuf (open kernel modules 595, kernel 6.8, Hopper)."
+    assert lines[4] == "Smoke tests passed for gpu_operator."
+
+
+def test_the_peermem_line_says_what_loads_it_and_why():
+    line = summary.gpudirect_sentence(gpudirect_decision(module_type="proprietary"))
+    assert line.startswith("GPUDirect RDMA: peermem, nvidia-peermem loaded by the peermem role on the hosts "
+                           "(modules-load.d) (auto: DMA-BUF needs the open kernel modules")
+    assert "node gpu-a: the proprietary kernel module (/proc/driver/nvidia/version)" in line
+    explicit = summary.gpudirect_sentence(gpudirect_decision(gpudirect_path="peermem"))
+    assert explicit == ("GPUDirect RDMA: peermem, nvidia-peermem loaded by the peermem role on the hosts "
+                        "(modules-load.d) (requested: peermem).")
+
+
+def test_no_gpudirect_line_without_rdma_or_a_decision():
+    assert summary.gpudirect_sentence(gpudirect_decision(rdma=False)) == ""
+    assert summary.gpudirect_sentence(None) == "" and summary.gpudirect_sentence({}) == ""
+    assert len(summary.sentences("", "flux", [], {}, [], [], gpudirect_decision(rdma=False))) == 4

@@ -9,7 +9,7 @@ file only gathers the cluster's evidence (reads, never writes) and merges it wit
 
 from __future__ import annotations
 
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpu_driver_mode, gpudirect
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
@@ -33,9 +33,12 @@ def host_evidence(hosts):
 
 
 def read_cluster(kube, node_selector):
-    """Nodes (by selector), the operator's driver pods per node, the ClusterPolicy and NVIDIADriver objects."""
-    nodes = {n["metadata"]["name"]: (n["metadata"].get("labels") or {})
-             for n in kube.list("v1", "Node", label_selector=node_selector)}
+    """Nodes (by selector), the operator's driver pods per node, the ClusterPolicy and NVIDIADriver objects, and each
+    node's kernel release (status.nodeInfo.kernelVersion)."""
+    found = kube.list("v1", "Node", label_selector=node_selector)
+    nodes = {n["metadata"]["name"]: (n["metadata"].get("labels") or {}) for n in found}
+    kernels = {n["metadata"]["name"]: ((n.get("status") or {}).get("nodeInfo") or {}).get("kernelVersion") or ""
+               for n in found}
     pods = {}
     for selector in gpu_driver_mode.DRIVER_POD_SELECTORS:
         for pod in kube.list("v1", "Pod", label_selector=selector):
@@ -50,22 +53,25 @@ def read_cluster(kube, node_selector):
             driver = (policy.get("spec") or {}).get("driver") or {}
             cluster["cluster_policy"] = {"name": policy["metadata"]["name"],
                                          "driver_enabled": driver.get("enabled"),
-                                         "use_nvidia_driver_crd": bool(driver.get("useNvidiaDriverCRD"))}
+                                         "use_nvidia_driver_crd": bool(driver.get("useNvidiaDriverCRD")),
+                                         "rdma_enabled": (driver.get("rdma") or {}).get("enabled") is True}
     if kube.serves(*NVIDIA_DRIVER):
         cluster["nvidia_drivers"] = sorted(d["metadata"]["name"] for d in kube.list(*NVIDIA_DRIVER))
-    return nodes, pods, cluster
+    return nodes, pods, cluster, kernels
 
 
-def evidence(hosts, nodes=None, pods=None):
+def evidence(hosts, nodes=None, pods=None, kernels=None):
     """Per-node evidence for gpu_driver_mode.decide: every cluster GPU node and every inventory GPU host."""
     hosts = host_evidence(hosts)
     nodes = nodes if nodes is not None else {}
     pods = pods or {}
+    kernels = kernels or {}
     out = []
     for name in sorted(set(hosts) | set(nodes) | set(pods)):
         out.append({"name": name, "host": hosts.get(name),
                     "labels": nodes.get(name) if name in nodes else None,
-                    "driver_pods": sorted(pods.get(name, ()))})
+                    "driver_pods": sorted(pods.get(name, ())),
+                    "kernel": kernels.get(name) or ""})
     return out
 
 
@@ -73,14 +79,21 @@ def run(params, kube_factory):
     """The decision; reads the cluster only when ``read_cluster`` is true. Never changes anything."""
     mode = params["mode"]
     gpu_driver_mode.check_inputs(mode, params["cloud_driver"], params["rdma"], params["host_mofed"])
+    gpudirect.check_inputs(params["gpudirect_path"], params["kernel_module_type"], params.get("driver_version") or "",
+                           params.get("host_kernel_modules") or "")
+    gpudirect.check_pools(params.get("node_pools"))
     validate.parse_selector("node_selector", params.get("node_selector"))
     if params["read_cluster"]:
-        nodes, pods, cluster = read_cluster(kube_factory(), params["node_selector"])
+        nodes, pods, cluster, kernels = read_cluster(kube_factory(), params["node_selector"])
     else:
-        nodes, pods, cluster = None, None, {}
-    result = gpu_driver_mode.decide(mode, evidence(params.get("hosts"), nodes, pods), cluster,
+        nodes, pods, cluster, kernels = None, None, {}, None
+    result = gpu_driver_mode.decide(mode, evidence(params.get("hosts"), nodes, pods, kernels), cluster,
                                     cloud_driver=params["cloud_driver"], rdma=params["rdma"],
-                                    host_mofed=params["host_mofed"])
+                                    host_mofed=params["host_mofed"], gpudirect_path=params["gpudirect_path"],
+                                    node_pools=params.get("node_pools"),
+                                    kernel_module_type=params["kernel_module_type"],
+                                    driver_version=params.get("driver_version") or "",
+                                    host_kernel_modules=params.get("host_kernel_modules") or "")
     result["changed"] = False
     result["cluster_read"] = bool(params["read_cluster"])
     return result

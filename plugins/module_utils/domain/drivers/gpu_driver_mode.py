@@ -16,6 +16,7 @@ the two ways out.
 
 from __future__ import annotations
 
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import gpudirect
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 
 MODES = ("host", "operator", "auto")
@@ -152,25 +153,35 @@ def _operator_cluster_findings(cluster):
     return found
 
 
-def _values(mode, nodes, rdma, host_mofed, keep_driver_crd, cloud=False):
+def _values(mode, nodes, path, host_mofed, keep_driver_crd, cloud=False):
     # Cloud images that ship the driver ship the container toolkit too (AKS); so may hosts.
     toolkit = not (cloud or (nodes and all(n["host_toolkit"] for n in nodes)))
     if mode == "host":
         driver = {"enabled": False, "nvidiaDriverCRD": {"enabled": False}}
     else:
         crd = {"enabled": True, "deployDefaultCR": False} if keep_driver_crd else {"enabled": False}
-        driver = {"enabled": True, "nvidiaDriverCRD": crd, "rdma": {"enabled": rdma, "useHostMofed": host_mofed}}
+        # driver.rdma.enabled is the legacy nvidia-peermem sidecar; DMA-BUF needs it off and the open modules, and
+        # keeps useHostMofed for the hosts' network drivers (gpu-operator-rdma.rst's DMA-BUF install commands).
+        driver = {"enabled": True, "nvidiaDriverCRD": crd,
+                  "rdma": {"enabled": path == "peermem", "useHostMofed": host_mofed}}
+        if path == "dmabuf":
+            driver["kernelModuleType"] = "open"
     return {"driver": driver, "toolkit": {"enabled": toolkit}}
 
 
-def decide(mode, nodes, cluster=None, cloud_driver="unknown", rdma=False, host_mofed=False):
-    """The driver owner for the whole cluster, or Refusal naming each node in the way.
+def decide(mode, nodes, cluster=None, cloud_driver="unknown", rdma=False, host_mofed=False, gpudirect_path="auto",
+           node_pools=None, kernel_module_type="auto", driver_version="", host_kernel_modules=""):
+    """The driver owner for the whole cluster, or Refusal naming each node in the way; and the GPUDirect RDMA path
+    (domain/drivers/gpudirect.py), or Refusal naming each pool or node where an explicit dmabuf cannot work.
 
-    ``nodes``: per-node evidence (see ``classify``); ``cluster``: {cluster_policy: {name, driver_enabled,
-    use_nvidia_driver_crd} or None, nvidia_drivers: [names]}.
-    Returns {mode, requested, owner, peermem, reason, gpu_operator_values, nodes}.
+    ``nodes``: per-node evidence (see ``classify``; ``kernel``, the node's status.nodeInfo.kernelVersion, is read by
+    the GPUDirect decision); ``cluster``: {cluster_policy: {name, driver_enabled, use_nvidia_driver_crd,
+    rdma_enabled} or None, nvidia_drivers: [names]}. ``kernel_module_type`` is the GPU Operator's driver.kernelModuleType,
+    ``driver_version`` its pinned driver, ``host_kernel_modules`` the flavour host_driver installs.
+    Returns {mode, requested, owner, peermem, reason, gpudirect, gpu_operator_values, nodes}.
     """
     check_inputs(mode, cloud_driver, rdma, host_mofed)
+    gpudirect.check_inputs(gpudirect_path, kernel_module_type, driver_version, host_kernel_modules)
     cluster = cluster or {}
     seen = [classify(n, cloud_driver) for n in sorted(nodes, key=lambda n: n["name"])]
     both = [n for n in seen if n["host_driver"] and n["operator_driver"]]
@@ -223,13 +234,21 @@ def decide(mode, nodes, cluster=None, cloud_driver="unknown", rdma=False, host_m
         # Loading nvidia-peermem through modules-load.d needs every node's host in the inventory;
         # otherwise (cloud images, hosts set up elsewhere) a DaemonSet loads it on each node.
         peermem = "host" if seen and all(n["managed"] for n in seen) and owner == "host" else "daemonset"
+    policy = cluster.get("cluster_policy") or {}
+    # nvidia-peermem already in the operator's driver pods: auto keeps it (gpudirect.decide, ``running``).
+    running = ("ClusterPolicy %s has driver.rdma.enabled=true" % policy.get("name", "cluster-policy")
+               if owner == "operator" and policy.get("rdma_enabled") is True else "")
+    path = gpudirect.decide(gpudirect_path, owner, sorted(nodes, key=lambda n: n["name"]), rdma, node_pools,
+                            kernel_module_type, driver_version, host_kernel_modules, running_peermem=running)
     return {
         "mode": chosen,
         "requested": mode,
         "owner": owner,
-        "peermem": peermem,
+        # DMA-BUF needs no nvidia-peermem: the peermem role then does nothing.
+        "peermem": "none" if path["path"] == "dmabuf" else peermem,
         "reason": reason,
         "rdma": rdma,
-        "gpu_operator_values": _values(chosen, seen, rdma, host_mofed, keep_crd, cloud),
+        "gpudirect": path,
+        "gpu_operator_values": _values(chosen, seen, path["path"], host_mofed, keep_crd, cloud),
         "nodes": seen,
     }

@@ -82,6 +82,15 @@ def driver_version(proc_version_text):
     return match.group(1) if match else ""
 
 
+def kernel_module_type(proc_version_text):
+    """The loaded NVIDIA kernel module's type from /proc/driver/nvidia/version: open (its first line says "Open Kernel
+    Module"), proprietary, or '' (no driver loaded)."""
+    text = proc_version_text or ""
+    if not driver_version(text):
+        return ""
+    return "open" if "Open Kernel Module" in text else "proprietary"
+
+
 def loaded_modules(proc_modules_text):
     """The modules of interest that /proc/modules lists."""
     names = {line.split(" ", 1)[0] for line in (proc_modules_text or "").splitlines() if line.strip()}
@@ -126,6 +135,8 @@ def summarize(node_name, pci, proc_version_text, proc_modules_text, packages, nv
         "gpus": devices,
         "driver_loaded": bool(version) or "nvidia" in modules,
         "driver_version": version,
+        # open, proprietary or '': whether GPUDirect RDMA can use DMA-BUF (domain/drivers/gpudirect.py).
+        "kernel_module_type": kernel_module_type(proc_version_text),
         "modules": modules,
         "peermem_loaded": "nvidia_peermem" in modules or "nvidia_current_peermem" in modules,
         "nouveau_loaded": "nouveau" in modules,

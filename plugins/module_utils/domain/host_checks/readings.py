@@ -85,12 +85,8 @@ def proc_modules(text):
     return out
 
 
-def module_type(proc_version_text):
-    """The loaded NVIDIA kernel module's type from /proc/driver/nvidia/version: open, proprietary, or '' (none)."""
-    text = proc_version_text or ""
-    if not gpu_host_facts.driver_version(text):
-        return ""
-    return "open" if "Open Kernel Module" in text else "proprietary"
+# The loaded NVIDIA kernel module's type from /proc/driver/nvidia/version: open, proprietary, or '' (none).
+module_type = gpu_host_facts.kernel_module_type
 
 
 def secure_boot(efivar):

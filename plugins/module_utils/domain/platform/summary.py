@@ -87,7 +87,28 @@ def smoke_sentences(results):
     return out
 
 
-def sentences(render_to, render_format, units, pinned, layers, smoke):
-    """The summary's lines, each a sentence or two."""
+# How nvidia-peermem is loaded (gpu_driver_mode's ``peermem``), in words.
+PEERMEM_BY = {"host": "the peermem role on the hosts (modules-load.d)", "daemonset": "the nvidia-peermem loader DaemonSet",
+              "operator": "the GPU Operator's driver container (driver.rdma.enabled)"}
+
+
+def gpudirect_sentence(decision):
+    """'GPUDirect RDMA: dmabuf (open kernel modules 595, kernel 6.8, Hopper).' from gpu_driver_mode's decision, or ''
+    when there is none (a playbook that did not decide) or RDMA is off."""
+    if not isinstance(decision, dict) or not isinstance(decision.get("gpudirect"), dict):
+        return ""
+    gpudirect = decision["gpudirect"]
+    path = gpudirect.get("path")
+    if path not in ("dmabuf", "peermem") or not decision.get("rdma"):
+        return ""
+    if path == "dmabuf":
+        return "GPUDirect RDMA: dmabuf (%s)." % (gpudirect.get("evidence") or gpudirect.get("reason") or "requested")
+    by = PEERMEM_BY.get(decision.get("peermem"), str(decision.get("peermem")))
+    return "GPUDirect RDMA: %s, nvidia-peermem loaded by %s (%s)." % (path, by, gpudirect.get("reason") or "requested")
+
+
+def sentences(render_to, render_format, units, pinned, layers, smoke, driver_decision=None):
+    """The summary's lines, each a sentence or two; with gpu_driver_mode's decision, the GPUDirect RDMA path."""
+    gpudirect = gpudirect_sentence(driver_decision)
     return [delivery(render_to, render_format, units), layers_sentence(layers), pinned_sentence(pinned)] + \
-        smoke_sentences(smoke)
+        ([gpudirect] if gpudirect else []) + smoke_sentences(smoke)

@@ -23,6 +23,12 @@ Facts this follows (sources in brackets; nothing copied):
   https://github.com/Mellanox/nv_peer_memory/issues/56]. GPUDirect RDMA may be on for receives
   only (GDR read off), so one GDRDMA channel line is the proof, not all of them.
 
+- NCCL's IB transport names the kernel path each HCA offers GPUDirect RDMA through: ``NET/IB : GPU Direct RDMA
+  (DMABUF) enabled for HCA <n> '<dev>`` where DMA-BUF works (the open kernel modules, Linux 5.12+, Turing+) and
+  ``NET/IB : GPU Direct RDMA (nvidia-peermem) enabled for HCA ...`` where nvidia-peermem is loaded; both where both
+  are [NVIDIA/nccl src/transport/net_ib.cc ncclIbGetProperties; Mellanox/nccl-rdma-sharp-plugins#104]. Older
+  releases print neither, so the path is reported only where NCCL named it.
+
 In short: an inter-node connection over InfiniBand prints ``via NET/IB/<dev>``
 (``NET/IBext...`` from the IB external plugin), over TCP ``via NET/Socket/<dev>``; ``/GDRDMA`` follows when
 GPUDirect RDMA is used. The proof is one such channel line on ``NET/IB``.
@@ -44,6 +50,9 @@ NET_VIA = re.compile(r"^NET/")
 IB_VIA = re.compile(r"^NET/IB")  # NET/IB/<dev> and the IB plugin's NET/IBext_v<N>/<dev>
 WARN = re.compile(r"NCCL WARN\b")
 NO_IB = re.compile(r"NET/IB\s*:\s*No device found")
+GDR_PATH = re.compile(r"NET/IB\S*\s*:\s*GPU Direct RDMA \((?P<path>DMABUF|nvidia-peermem)\) enabled")
+# The path's name in the result, in the order reported (DMA-BUF first: the one NVIDIA recommends).
+GDR_PATHS = (("DMABUF", "DMA-BUF"), ("nvidia-peermem", "nvidia-peermem"))
 AVG_BUSBW = re.compile(r"Avg bus bandwidth\s*:\s*(?P<value>\S+)")
 OUT_OF_BOUNDS = re.compile(r"Out of bounds values\s*:\s*(?P<count>\d+)")
 ROW = re.compile(r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?P<redop>\w+)\s+(?P<root>-?\d+)\s+"
@@ -60,7 +69,7 @@ def _describe(vias, limit=6):
 
 def _scan(lines):
     out = {"transports": [], "net": [], "gdr": [], "vias": [], "avg": None, "bounds": None, "no_ib": None,
-           "warns": [], "rows": []}
+           "warns": [], "rows": [], "paths": set()}
     for line in lines:
         match = TRANSPORT.search(line)
         if match:
@@ -75,6 +84,9 @@ def _scan(lines):
             continue
         if "[GDRDMA]" in line and "NCCL" in line and "NET/IB" in line:
             out["gdr"].append(line.strip())
+        found = GDR_PATH.search(line)
+        if found:
+            out["paths"].add(found.group("path"))
         if NO_IB.search(line) and out["no_ib"] is None:
             out["no_ib"] = line.strip()
         if WARN.search(line):
@@ -91,6 +103,14 @@ def _scan(lines):
     return out
 
 
+def gdr_path(paths):
+    """' through DMA-BUF' (' (nvidia-peermem loaded too)'), ' through nvidia-peermem', or '' where NCCL named none."""
+    named = [word for key, word in GDR_PATHS if key in paths]
+    if not named:
+        return ""
+    return " through %s%s" % (named[0], " (%s loaded too)" % named[1] if len(named) > 1 else "")
+
+
 def check_nccl(log, min_busbw_gbps):
     """Passes only when a ``via NET/IB.../GDRDMA`` channel line is present (GPUDirect RDMA over InfiniBand, not
     NET/Socket), the run finished with no wrong values, and its ``# Avg bus bandwidth`` (GB/s) is at least
@@ -100,8 +120,9 @@ def check_nccl(log, min_busbw_gbps):
     seen = _scan(lines)
     problems, evidence = [], []
     if seen["gdr"]:
-        gdr_note = ("GPUDirect RDMA over InfiniBand in use (GDRDMA on %d of %d NET channel lines)"
-                    % (len(seen["gdr"]), len(seen["net"])) if seen["net"] else "GPUDirect RDMA over InfiniBand in use")
+        gdr_note = "GPUDirect RDMA over InfiniBand in use%s" % gdr_path(seen["paths"])
+        if seen["net"]:
+            gdr_note += " (GDRDMA on %d of %d NET channel lines)" % (len(seen["gdr"]), len(seen["net"]))
     else:
         if seen["vias"]:
             used = _describe(seen["vias"])
