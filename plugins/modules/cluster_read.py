@@ -65,6 +65,7 @@ options:
         namespaces, as C(helm list) shows them. A release's values are not returned.
     type: bool
     default: false
+    version_added: 0.3.0
 requirements:
   - kubernetes (Python library, on the host the task runs on; the controller with a local connection)
 """
