@@ -25,10 +25,19 @@ def _load(path):
         raise ClusterError("cannot read %s: %s" % (path, exc)) from None
 
 
+def _platform_defaults(project=None):
+    path = Path(project or PROJECT) / "roles" / "gpu_platform" / "defaults" / "main.yml"
+    return path, _load(path)
+
+
+def release_pairs(project=None):
+    """{name: {gpu_operator, network_operator}}: every named release pair (gpu_platform_release_pairs)."""
+    return dict(_platform_defaults(project)[1].get("gpu_platform_release_pairs") or {})
+
+
 def release_pair(project=None):
     """(name, {gpu_operator, network_operator}) of the platform's default release pair."""
-    path = Path(project or PROJECT) / "roles" / "gpu_platform" / "defaults" / "main.yml"
-    defaults = _load(path)
+    path, defaults = _platform_defaults(project)
     name = defaults.get("gpu_platform_release_pair")
     pairs = defaults.get("gpu_platform_release_pairs") or {}
     if name not in pairs:

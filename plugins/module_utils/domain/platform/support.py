@@ -34,6 +34,7 @@ GPUOP_2632 = "https://nvidia.github.io/cloud-native-docs/review/pr-428/gpu-opera
 GPUOP_2670 = ("NVIDIA/cloud-native-docs commit 187a4a5b (Release docs 26.7.0, gpu-operator/platform-support.rst); "
               "NVIDIA/cloud-native-docs#488, #490 (Kubernetes 1.37 added, Ubuntu 24.04 floor raised to 1.33)")
 NETOP_2640 = versions.NETOP_2640
+NETOP_2610 = versions.NETOP_2610
 
 # Each entry: the release line (a versions.py range), the Kubernetes range, the operating systems
 # ({distribution: (versions...)}; a version matches on its leading parts, "9" matches 9.4), and
@@ -57,6 +58,9 @@ PLATFORMS = (
     {"id": "network-operator-26.4", "component": "network_operator", "versions": ">=26.4.0,<26.5.0",
      "kubernetes": ">=1.31,<1.36",
      "source": NETOP_2640, "validated_by": versions.NVIDIA},
+    {"id": "network-operator-26.1", "component": "network_operator", "versions": ">=26.1.0,<26.2.0",
+     "kubernetes": ">=1.31,<1.36",
+     "source": NETOP_2610, "validated_by": versions.NVIDIA},
 )
 
 LABELS = {"gpu_operator": "GPU Operator", "network_operator": "Network Operator"}
