@@ -444,20 +444,24 @@ def _validation(versions, features, good):
     return tuple(out)
 
 
+def level_words(level, who):
+    """A fact's level and who, as preflight prints them: "an NVIDIA recipe (NVIDIA's AI Cluster Runtime recipes), not
+    listed in NVIDIA's support matrix"; "unverified (no fact covers it)"."""
+    if level == UNVERIFIED:
+        return "unverified (%s)" % who
+    text = VALIDATION_LEVELS[level] + ("" if who == "NVIDIA" else " (%s)" % who)
+    return text if level == NVIDIA_MATRIX else text + ", not listed in NVIDIA's support matrix"
+
+
 def validation_line(verdict):
     """Who validated the combination, in one line: its level, then each pair's level, who and rule."""
-    def said(level, who):
-        if level == UNVERIFIED:
-            return "unverified (%s)" % who
-        text = VALIDATION_LEVELS[level] + ("" if who == "NVIDIA" else " (%s)" % who)
-        return text if level == NVIDIA_MATRIX else text + ", not listed in NVIDIA's support matrix"
     if verdict.level != UNVERIFIED:
         overall = "validated by " + VALIDATION_LEVELS[verdict.level]
     elif verdict.status == KNOWN_GOOD:
         overall = "unverified outside this project (only its own rules vouch for part of it)"
     else:
         overall = "unverified"
-    pairs = "; ".join("%s: %s%s" % (pair, said(level, who), " [%s]" % rule if rule else "")
+    pairs = "; ".join("%s: %s%s" % (pair, level_words(level, who), " [%s]" % rule if rule else "")
                       for pair, level, who, rule in verdict.validation)
     return "validation of %s: %s%s" % (verdict.combination, overall, " (%s)" % pairs if pairs else "")
 
