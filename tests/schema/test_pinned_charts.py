@@ -10,13 +10,33 @@ import yaml
 from tests.schema import pinned_charts
 
 
+def test_the_operators_pinned_versions_are_the_default_release_pairs():
+    """The GPU Operator and Network Operator charts are pinned by the release pair (gpu_platform_release_pair aicr);
+    every named pair's versions are checked too."""
+    assert {chart: pinned_charts.pinned_version(chart) for chart in ("gpu-operator", "network-operator")} == {
+        "gpu-operator": "v26.7.0", "network-operator": "26.4.1"}
+    assert pinned_charts.archive_path("gpu-operator").name == "gpu-operator-v26.7.0.tar.xz"
+    assert pinned_charts.archive_path("network-operator").name == "network-operator-v26.4.1.tar.xz"
+    assert pinned_charts.archive_path("network-operator", "26.1.2").name == "network-operator-v26.1.2.tar.xz"
+    assert pinned_charts.pair_versions("gpu-operator") == ["v26.3.3", "v26.7.0"]
+    assert pinned_charts.pair_versions("network-operator") == ["26.1.2", "26.4.0", "26.4.1"]
+    assert pinned_charts.pair_versions("volcano") == [pinned_charts.pinned_version("volcano")]
+
+
 def test_the_pinned_versions_are_read_from_the_roles():
-    assert {chart: pinned_charts.pinned_version(chart) for chart in pinned_charts.PINS} == {
-        "gpu-operator": "v26.3.3", "network-operator": "26.4.0", "nvidia-dra-driver-gpu": "25.12.0",
-        "volcano": "1.15.1", "kai-scheduler": "v0.13.0"}
-    assert pinned_charts.archive_path("gpu-operator").name == "gpu-operator-v26.3.3.tar.xz"
-    assert pinned_charts.archive_path("network-operator").name == "network-operator-v26.4.0.tar.xz"
+    assert {chart: pinned_charts.pinned_version(chart) for chart in pinned_charts.PINS
+            if chart not in ("gpu-operator", "network-operator")} == {
+        "nvidia-dra-driver-gpu": "25.12.0", "volcano": "1.15.1", "kai-scheduler": "v0.13.0"}
     assert pinned_charts.archive_path("nvidia-dra-driver-gpu").name == "k8s-dra-driver-gpu-v25.12.0.tar.xz"
+
+
+@pytest.mark.parametrize("chart, version", [(c, v) for c in ("gpu-operator", "network-operator")
+                                            for v in pinned_charts.pair_versions(c)])
+def test_every_release_pairs_chart_has_its_values(chart, version):
+    values = pinned_charts.values(chart, version)
+    assert isinstance(values, dict) and values
+    with open(pinned_charts.values_path(chart, version), encoding="utf-8") as handle:
+        assert yaml.safe_load(handle) == values
 
 
 @pytest.mark.parametrize("chart", sorted(pinned_charts.PINS))
@@ -30,23 +50,28 @@ def test_every_pinned_chart_has_its_values(chart):
 
 
 def test_the_shared_values_files_are_other_releases(shared_dir):
-    """Why the archives: shared/upstream/gpu-operator/values.default.yaml is v26.7.0's, whose values.yaml has
-    blocks the pinned v26.3.3 lacks; the DRA driver's is the pinned release's, byte for byte."""
+    """Why the archives: shared/upstream/gpu-operator/values.default.yaml is v26.7.0's (the default pair's), whose
+    values.yaml has blocks the other pairs' v26.3.3 lacks; the DRA driver's is the pinned release's, byte for byte."""
     with open(os.path.join(shared_dir, "upstream", "gpu-operator", "values.default.yaml"), encoding="utf-8") as handle:
         newer = yaml.safe_load(handle)
-    pinned = pinned_charts.values("gpu-operator")
-    assert {"draDriver", "gpuCluster", "clusterPolicy"} <= set(newer) - set(pinned)
-    assert pinned["driver"]["version"] == "580.126.20" and newer["driver"]["version"] == "595.91.07"
+    assert newer == pinned_charts.values("gpu-operator", "v26.7.0")
+    older = pinned_charts.values("gpu-operator", "v26.3.3")
+    assert {"draDriver", "gpuCluster", "clusterPolicy"} <= set(newer) - set(older)
+    assert older["driver"]["version"] == "580.126.20" and newer["driver"]["version"] == "595.91.07"
     with open(os.path.join(shared_dir, "upstream", "dra-driver", "values.default.yaml"), encoding="utf-8") as handle:
         assert handle.read() == pinned_charts.values_text("nvidia-dra-driver-gpu")
 
 
 def test_a_missing_archive_skips_naming_it(monkeypatch, tmp_path):
     monkeypatch.setattr(pinned_charts, "SRC_DIR", tmp_path)
-    with pytest.raises(pytest.skip.Exception, match="gpu-operator-v26.3.3.tar.xz"):
+    pinned = pinned_charts.pinned_version("gpu-operator")
+    with pytest.raises(pytest.skip.Exception, match="gpu-operator-%s.tar.xz" % pinned):
         pinned_charts.values("gpu-operator")
-    with pytest.raises(pytest.skip.Exception, match="gpu_operator_chart_version: v26.3.3"):
+    with pytest.raises(pytest.skip.Exception, match="pinned gpu-operator chart .gpu_operator_chart_version: %s" % pinned):
         pinned_charts.values_path("gpu-operator")
+    with pytest.raises(pytest.skip.Exception, match="release pair's network-operator chart .network_operator_chart_"
+                                                    "version: 26.1.2. is missing: .*network-operator-v26.1.2.tar.xz"):
+        pinned_charts.chart_dir("network-operator", "26.1.2")
 
 
 def test_an_archive_without_the_values_fails(monkeypatch, tmp_path):
