@@ -1,4 +1,5 @@
-"""Every value the gpu_operator role can set exists in the values.yaml of the GPU Operator chart it pins (v26.3.3)."""
+"""Every value the gpu_operator role can set exists in the values.yaml of the GPU Operator chart of every release pair
+(v26.7.0, v26.3.3: tests/schema/pinned_charts.py)."""
 from __future__ import annotations
 
 import itertools
@@ -26,9 +27,9 @@ HOST_TOOLKIT = {"name": "n1", "host": {"node_name": "n1", "driver_loaded": True,
                                        "toolkit_packages": {"nvidia-container-toolkit": "1.17.8-1"}}}
 
 
-@pytest.fixture(scope="module")
-def defaults():
-    return pinned_charts.values_path("gpu-operator")
+@pytest.fixture(scope="module", params=pinned_charts.pair_versions("gpu-operator"))
+def defaults(request):
+    return pinned_charts.values_path("gpu-operator", request.param)
 
 
 def combos():

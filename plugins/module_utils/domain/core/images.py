@@ -12,11 +12,11 @@ registry part changes: the path, the tag and the digest (the pins) stay as they 
 
 The charts' image values are data: ``CHART_IMAGES`` lists, per chart, where its values.yaml keeps an
 image's repository and its default (the default's registry decides whether a mirror applies). The
-lists follow the values.yaml of the chart versions the roles pin (GPU Operator v26.3.3, Network
-Operator 26.4.0, nvidia-dra-driver-gpu 25.12.0), read from their source archives in
-shared/upstream/src; a schema test compares them with those files, so a new image in a chart cannot
-go unmirrored unnoticed, and no value names a key the pinned chart lacks (Helm would ignore it: the
-GPU Operator's ``draDriver`` block is v26.7.0's, not v26.3.3's).
+lists follow the values.yaml of the chart versions the roles pin, every release pair's for the GPU
+Operator (v26.7.0, v26.3.3) and the Network Operator (26.4.1, 26.4.0, 26.1.2), read from their source
+archives in shared/upstream/src; a schema test compares them with each of those files, so a new image
+in a chart cannot go unmirrored unnoticed, and no value names a key one of those charts lacks (Helm
+would ignore it: the GPU Operator's ``draDriver`` block is v26.7.0's, not v26.3.3's).
 """
 
 from __future__ import annotations
@@ -73,8 +73,11 @@ NOT_MIRRORED = {
     # Whole references with the release's tag in them (a value per release), of a subchart the platform
     # keeps off (sriovNetworkOperator.enabled: false): the NicClusterPolicy's device plugin is used instead.
     "network-operator": (("sriov-network-operator", "images"),),
-    # No default: the vGPU manager image is built by the user and named with its registry already.
-    "gpu-operator": (("vgpuManager", "repository"),),
+    # No default: the vGPU manager image is built by the user and named with its registry already. The DRA driver of
+    # v26.7.0's values (draDriver) is rendered only with gpuCluster.deployCR, the experimental GPUCluster that cannot
+    # sit beside the ClusterPolicy the platform installs (its dra_driver layer installs the DRA driver's own chart);
+    # v26.3.3's chart has no such block, so a mirror value there would name a key that chart lacks.
+    "gpu-operator": (("vgpuManager", "repository"), ("draDriver",)),
 }
 
 

@@ -4,9 +4,10 @@
 """GPU Operator chart values from the gpu_operator role's choices, and operand readiness.
 
 Private to the collection: not a public API. Pure: standard library only.
-Value keys follow the values.yaml of the GPU Operator chart the role pins (v26.3.3, read by the tests from
-its source archive in shared/upstream/src); the schema tests check every key this produces against that
-file. Helm ignores a key the chart lacks, so a key only a newer release has would do nothing.
+Value keys follow the values.yaml of the GPU Operator charts the release pairs pin (v26.7.0, v26.3.3, read by the
+tests from their source archives in shared/upstream/src); the schema tests check every key this produces against each
+of those files, and render each pair's chart with these values (helm template). Helm ignores a key the chart lacks, so
+a key only a newer release has would do nothing.
 """
 
 from __future__ import annotations
