@@ -65,6 +65,31 @@ def test_every_key_exists_in_the_chart(settings, defaults):
         assert values["toolkit"]["enabled"] is False  # every node has the toolkit on the host
 
 
+GUIDE_OFF = {"migManager": {"enabled": False}, "vgpuDeviceManager": {"enabled": False},
+             "vfioManager": {"enabled": False}, "sandboxDevicePlugin": {"enabled": False}}
+
+
+def test_unused_operands_off_as_the_aks_guide_has_them(defaults):
+    """The AKS RDMA/InfiniBand guide's GPU Operator values (Azure/aks-rdma-infiniband configs/values/gpu-operator/
+    values.yaml): MIG manager, vGPU device manager, VFIO manager and sandbox device plugin off; keys of each pair's
+    chart."""
+    values = gpu_operator.build_values(dict(BASE, disable_unused_operands=True, mig_pools=[], mig_config=None))
+    assert {k: values[k] for k in GUIDE_OFF} == GUIDE_OFF
+    assert crdschema.check_values_keys(values, defaults) == []
+
+
+@pytest.mark.parametrize("over, kept", [
+    ({}, set(GUIDE_OFF)),  # off by default: the chart's own defaults
+    ({"disable_unused_operands": True, "mig_pools": [{"name": "training", "profile": "all-1g.10gb"}]}, {"migManager"}),
+    ({"disable_unused_operands": True, "mig_config": {"version": "v1", "mig-configs": {}}}, {"migManager"}),
+    ({"disable_unused_operands": True, "extra_values": {"sandboxWorkloads": {"enabled": True}}},
+     {"vgpuDeviceManager", "vfioManager", "sandboxDevicePlugin"}),
+])
+def test_an_operand_a_pool_needs_stays_as_the_chart_has_it(over, kept):
+    values = gpu_operator.build_values(dict(BASE, **over))
+    assert {k for k in GUIDE_OFF if k not in values or values[k] != GUIDE_OFF[k]} == kept
+
+
 def test_the_decision_is_not_modified_in_place():
     settings = dict(BASE, driver_version="580.95.05")
     gpu_operator.build_values(settings)
@@ -100,6 +125,7 @@ def test_extra_values_merge_last():
      "DCGM exporter is disabled"),
     ({"device_plugin_config": {"name": "Bad_Name"}}, "gpu_operator_device_plugin_config.name", "not a valid name"),
     ({"image_pull_secrets": ["UPPER"]}, "gpu_operator_image_pull_secrets[0]", "is not a Secret name"),
+    ({"disable_unused_operands": "yes"}, "gpu_operator_disable_unused_operands", "is not true or false"),
     ({"extra_values": "driver.enabled=false"}, "gpu_operator_extra_values", "must be a dictionary"),
 ])
 def test_bad_choices_name_the_variable(over, field, words):

@@ -43,7 +43,11 @@ GPU_SETTINGS = {
                           image_pull_secrets=["ngc-pull"],
                           device_plugin_config={"name": "time-slicing-config", "default": "any"}),
     "host": dict(BASE, driver_values=decided("host", nodes=[HOST_TOOLKIT])),
+    # inventories/aks: the operands no pool needs off, as the AKS RDMA/InfiniBand guide's values have them
+    "aks": dict(BASE, driver_values=decided("operator", rdma=True), rdma_enabled=True, nfd_enabled=False,
+                disable_unused_operands=True, mig_pools=[], mig_config=None),
 }
+TRIMMED = ("migManager", "vgpuDeviceManager", "vfioManager", "sandboxDevicePlugin")
 NETWORK_SETTINGS = {
     "nfd": {"nfd_enabled": True, "image_mirrors": {}, "extra_values": {}},
     "mirrored": {"nfd_enabled": False, "image_mirrors": {"nvcr.io": "harbor.example.com/nvcr"}, "extra_values": {}},
@@ -98,6 +102,10 @@ def test_the_pairs_gpu_operator_chart_renders_the_roles_values(pair, case):
     assert spec["toolkit"]["enabled"] is values["toolkit"]["enabled"]
     assert spec["mig"]["strategy"] == settings["mig_strategy"]
     assert spec["dcgmExporter"]["serviceMonitor"]["enabled"] is False
+    # the chart leaves sandboxDevicePlugin.enabled out when it is false, which the operator reads as off
+    # (api/nvidia/v1/clusterpolicy_types.go: SandboxDevicePluginSpec.IsEnabled, nil is false)
+    enabled = {name: spec[name].get("enabled", False) for name in TRIMMED}
+    assert enabled == {name: case != "aks" for name in TRIMMED}
     if case == "operator-rdma":
         assert spec["driver"]["rdma"] == {"enabled": True, "useHostMofed": False}
         # the release's own default driver (v26.7.0: 595.91.07, v26.3.3: 580.126.20)
@@ -106,6 +114,8 @@ def test_the_pairs_gpu_operator_chart_renders_the_roles_values(pair, case):
         assert spec["driver"]["imagePullSecrets"] == ["ngc-pull"]
         # NFD comes with the Network Operator: none of the GPU Operator's
         assert not [key for key in manifests if "node-feature-discovery" in key[1]]
+    elif case == "aks":
+        assert spec["driver"]["rdma"] == {"enabled": True, "useHostMofed": False}
     else:
         assert spec["driver"]["rdma"]["enabled"] is False
         assert any("node-feature-discovery" in key[1] for key in manifests)

@@ -180,3 +180,34 @@ def test_the_level_words_are_the_validation_lines():
     line = versions.validation_line(verdict)
     assert ("GPU Operator x Network Operator x GPUDirect RDMA: "
             + versions.level_words(versions.NVIDIA_RECIPE, "NVIDIA's AI Cluster Runtime recipes")) in line
+
+
+AKS = ROOT / "inventories" / "aks" / "group_vars" / "all" / "platform.yml"
+
+
+def test_the_aks_inventory_switches_to_the_guides_pair_in_one_line():
+    text = AKS.read_text()
+    assert "\n# gpu_platform_release_pair: aks-guide\n" in text
+    choices = yaml.safe_load(text)
+    assert "gpu_platform_release_pair" not in choices, "the default pair, aicr, unless the line is uncommented"
+    assert not {"gpu_operator_chart_version", "network_operator_chart_version"} & set(choices), "no version set directly"
+    assert rp.check_choice("aks-guide", PAIRS) == "aks-guide"
+    assert "```yaml\ngpu_platform_release_pair: aks-guide\n```" in (ROOT / "docs" / "aks.md").read_text()
+
+
+def test_the_aks_inventory_carries_the_guides_gpu_operator_choices():
+    """Azure/aks-rdma-infiniband configs/values/gpu-operator/values.yaml: NFD off (the Network Operator's), and the
+    MIG manager, vGPU device manager, VFIO manager and sandbox device plugin off."""
+    from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import gpu_operator
+    from tests.schema.test_gpu_operator_values import BASE, decided
+    choices = yaml.safe_load(AKS.read_text())
+    assert choices["gpu_operator_disable_unused_operands"] is True and choices["gpu_platform_nfd_in_gpu_operator"] is False
+    values = gpu_operator.build_values(dict(
+        BASE, driver_values=decided("operator", rdma=True), rdma_enabled=choices["gpu_platform_gpudirect_rdma"],
+        nfd_enabled=choices["gpu_platform_nfd_in_gpu_operator"],
+        disable_unused_operands=choices["gpu_operator_disable_unused_operands"],
+        mig_pools=choices.get("gpu_platform_node_pools", []), mig_config=choices.get("gpu_platform_mig_config")))
+    assert {k: values[k] for k in ("nfd", "migManager", "vgpuDeviceManager", "vfioManager", "sandboxDevicePlugin")} \
+        == {"nfd": {"enabled": False}, "migManager": {"enabled": False}, "vgpuDeviceManager": {"enabled": False},
+            "vfioManager": {"enabled": False}, "sandboxDevicePlugin": {"enabled": False}}
+    assert values["driver"]["rdma"] == {"enabled": True, "useHostMofed": False}

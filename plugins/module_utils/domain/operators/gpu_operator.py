@@ -45,6 +45,32 @@ def _driver_values(settings):
     return copy.deepcopy(decided["driver"]), copy.deepcopy(decided.get("toolkit") or {"enabled": True})
 
 
+# Operands that serve only vGPU and sandboxed (VFIO passthrough, Kata) workloads, which the platform does not run: the
+# chart deploys them for its sandboxWorkloads. Azure's AKS RDMA/InfiniBand guide turns them off in its GPU Operator
+# values, and the MIG manager with them when no pool uses MIG (Azure/aks-rdma-infiniband,
+# configs/values/gpu-operator/values.yaml).
+SANDBOX_OPERANDS = ("vgpuDeviceManager", "vfioManager", "sandboxDevicePlugin")
+TRIM_FIELD = "gpu_operator_disable_unused_operands"
+
+
+def unused_operands(settings, extra):
+    """The values that turn off the operands nothing here needs, when the role is asked to (``disable_unused_operands``):
+    the MIG manager unless a pool shares its GPUs with MIG or a custom mig-parted config is set (``mig_pools``,
+    ``mig_config``: the sharing layer's plan), and the sandbox operands unless ``extra`` turns sandboxWorkloads on."""
+    trim = settings.get("disable_unused_operands", False)
+    if not isinstance(trim, bool):
+        raise ParamError(TRIM_FIELD, "%r is not true or false" % (trim,), "set it to true or false")
+    if not trim:
+        return {}
+    out = {}
+    if not settings.get("mig_pools") and not settings.get("mig_config"):
+        out["migManager"] = {"enabled": False}
+    sandbox = extra.get("sandboxWorkloads") if isinstance(extra.get("sandboxWorkloads"), dict) else {}
+    if sandbox.get("enabled") is not True:
+        out.update({name: {"enabled": False} for name in SANDBOX_OPERANDS})
+    return out
+
+
 # Values only gpu_driver_mode may set: an override in extra_values would bypass its conflict check.
 DECIDED_KEYS = (("driver", "enabled"), ("driver", "nvidiaDriverCRD", "enabled"), ("toolkit", "enabled"))
 
@@ -126,6 +152,7 @@ def build_values(settings):
     _check_overrides(extra, values)
     images.check_pins({"gpu_operator_extra_values": ("gpu-operator", extra)},
                       settings.get("allow_image_overrides", False))
+    values = deep_merge(values, unused_operands(settings, extra))
     return deep_merge(values, extra)
 
 
