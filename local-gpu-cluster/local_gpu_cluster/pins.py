@@ -57,8 +57,8 @@ def resolve(variable, value, project=None):
                            "(gpu_platform_release_pairs[gpu_platform_release_pair].<operator>)" % (variable, text))
     name, pair = release_pair(project)
     if found.group(1) not in pair:
-        raise ClusterError("%s reads the release pair's %s, which pair %s does not name" % (variable, found.group(1),
-                                                                                          name))
+        raise ClusterError("%s reads the release pair's %s, which pair %s does not name"
+                           % (variable, found.group(1), name))
     return str(pair[found.group(1)])
 
 

@@ -19,7 +19,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIRS = pins.release_pairs(ROOT)
-RDMA = ["rdma"]
+RDMA = ("rdma",)
 INVENTORY = {"kubernetes": "1.35", "os": "Ubuntu 24.04", "runtime": "containerd 2.0.5"}
 
 
@@ -130,7 +130,7 @@ def test_each_pair_gets_its_own_level(name, words):
 
 
 def test_without_the_network_layer_the_line_says_so_and_gives_the_runs_level():
-    lines = ps.evaluate({"gpu_operator": "v26.7.0", "network_operator": "", "kubernetes": "1.35", "features": []},
+    lines = ps.evaluate({"gpu_operator": "v26.7.0", "network_operator": "", "kubernetes": "1.35", "features": ()},
                         inventory=INVENTORY, release={"pair": "aicr", "pairs": PAIRS})
     assert lines[0] == ("release pair aicr (gpu_platform_release_pair): GPU Operator v26.7.0 (its Network Operator "
                         "26.4.1 is not installed: the network layer is off); no GPUDirect RDMA: each release on its "
