@@ -25,10 +25,19 @@ def _load(path):
         raise ClusterError("cannot read %s: %s" % (path, exc)) from None
 
 
+def _platform_defaults(project=None):
+    path = Path(project or PROJECT) / "roles" / "gpu_platform" / "defaults" / "main.yml"
+    return path, _load(path)
+
+
+def release_pairs(project=None):
+    """{name: {gpu_operator, network_operator}}: every named release pair (gpu_platform_release_pairs)."""
+    return dict(_platform_defaults(project)[1].get("gpu_platform_release_pairs") or {})
+
+
 def release_pair(project=None):
     """(name, {gpu_operator, network_operator}) of the platform's default release pair."""
-    path = Path(project or PROJECT) / "roles" / "gpu_platform" / "defaults" / "main.yml"
-    defaults = _load(path)
+    path, defaults = _platform_defaults(project)
     name = defaults.get("gpu_platform_release_pair")
     pairs = defaults.get("gpu_platform_release_pairs") or {}
     if name not in pairs:
@@ -48,8 +57,8 @@ def resolve(variable, value, project=None):
                            "(gpu_platform_release_pairs[gpu_platform_release_pair].<operator>)" % (variable, text))
     name, pair = release_pair(project)
     if found.group(1) not in pair:
-        raise ClusterError("%s reads the release pair's %s, which pair %s does not name" % (variable, found.group(1),
-                                                                                          name))
+        raise ClusterError("%s reads the release pair's %s, which pair %s does not name"
+                           % (variable, found.group(1), name))
     return str(pair[found.group(1)])
 
 

@@ -34,10 +34,12 @@ def platform_support_check(settings):
     """Preflight's verdict on the versions and the platform (Kubernetes, OS, runtime): the lines to print.
 
     ``settings``: ``combo`` and ``fields`` (as version_matrix_check), ``nodes`` (Node objects, direct mode) or
-    ``inventory`` ({kubernetes, os, runtime}, render mode), ``cluster_version`` and ``accept``.
+    ``inventory`` ({kubernetes, os, runtime}, render mode), ``cluster_version``, ``accept`` and ``release``
+    ({pair, pairs}: the release pair chosen and the pairs).
     """
     return platform_support.evaluate(settings.get("combo") or {}, settings.get("nodes"), settings.get("inventory"),
-                                     settings.get("cluster_version") or "", settings.get("accept", False))
+                                     settings.get("cluster_version") or "", settings.get("accept", False),
+                                     settings.get("release"))
 
 
 @user_errors

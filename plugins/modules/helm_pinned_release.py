@@ -158,7 +158,7 @@ EXAMPLES = r"""
     namespace: gpu-operator
     chart_ref: gpu-operator
     chart_repo_url: https://helm.ngc.nvidia.com/nvidia
-    chart_version: v26.3.3
+    chart_version: v26.7.0
     create_namespace: true
     namespace_labels:
       pod-security.kubernetes.io/enforce: privileged
@@ -177,7 +177,7 @@ EXAMPLES = r"""
     name: network-operator
     namespace: nvidia-network-operator
     chart_ref: oci://registry.example.com/charts/network-operator
-    chart_version: 26.4.0
+    chart_version: 26.4.1
     chart_sha256: 0f4c4b1e3c5d8a2b7e6f9a1c3d5e7f9b2a4c6e8f0a1b3c5d7e9f1a3b5c7d9e1f
     values_files:
       - files/network-operator-values.yaml
@@ -186,8 +186,8 @@ EXAMPLES = r"""
   gpu_platform.cluster.helm_pinned_release:
     name: gpu-operator
     namespace: gpu-operator
-    chart_ref: /srv/charts/gpu-operator-v26.3.3.tgz
-    chart_version: v26.3.3
+    chart_ref: /srv/charts/gpu-operator-v26.7.0.tgz
+    chart_version: v26.7.0
 
 - name: Render the release as Flux objects for a GitOps repository (no cluster needed)
   gpu_platform.cluster.helm_pinned_release:
@@ -195,7 +195,7 @@ EXAMPLES = r"""
     namespace: gpu-operator
     chart_ref: gpu-operator
     chart_repo_url: https://helm.ngc.nvidia.com/nvidia
-    chart_version: v26.3.3
+    chart_version: v26.7.0
     create_namespace: true
     namespace_labels:
       pod-security.kubernetes.io/enforce: privileged
@@ -211,7 +211,7 @@ EXAMPLES = r"""
     namespace: gpu-operator
     chart_ref: gpu-operator
     chart_repo_url: https://helm.ngc.nvidia.com/nvidia
-    chart_version: v26.3.3
+    chart_version: v26.7.0
     render_to: "{{ playbook_dir }}/build/platform-argocd"
     render_format: argocd
 

@@ -182,7 +182,7 @@ EXAMPLES = r"""
 - name: RDMA shared device plugin over InfiniBand, DOCA driver container, NV-IPAM
   gpu_platform.cluster.nic_cluster_policy:
     mode: rdma_shared
-    network_operator_version: 26.4.0
+    network_operator_version: 26.4.1
     ip_range: 192.168.100.0/24
     selectors:
       vendors: ["15b3"]
@@ -200,7 +200,7 @@ EXAMPLES = r"""
 - name: IPoIB with the host's MOFED and whereabouts, rendered for GitOps
   gpu_platform.cluster.nic_cluster_policy:
     mode: ipoib
-    network_operator_version: 26.4.0
+    network_operator_version: 26.4.1
     ofed_driver: false
     ipam: whereabouts
     ip_range: 10.10.0.0/16
@@ -210,7 +210,7 @@ EXAMPLES = r"""
 - name: IPoIB as the AKS guide has it, pods claim rdma/shared_ib and join the IPoIBNetwork
   gpu_platform.cluster.nic_cluster_policy:
     mode: ipoib
-    network_operator_version: 26.4.0
+    network_operator_version: 26.4.1
     ip_range: 192.168.0.0/16
     ipoib_master: ibP257p0s0
     rdma_hca_max: 63
@@ -219,7 +219,7 @@ EXAMPLES = r"""
 - name: SR-IOV on ND H100 v5 nodes, each pod claims all 8 NICs (rdma/ib 8)
   gpu_platform.cluster.nic_cluster_policy:
     mode: sriov
-    network_operator_version: 26.4.0
+    network_operator_version: 26.4.1
     ip_range: 10.20.0.0/16
     node_type: Standard_ND96isr_H100_v5
   register: sriov
@@ -227,7 +227,7 @@ EXAMPLES = r"""
 - name: SR-IOV with 4 NICs per pod (two pods per node)
   gpu_platform.cluster.nic_cluster_policy:
     mode: sriov
-    network_operator_version: 26.4.0
+    network_operator_version: 26.4.1
     ip_range: 10.20.0.0/16
     node_type: nd-h100-v5
     nics_per_pod: 4
@@ -235,7 +235,7 @@ EXAMPLES = r"""
 - name: SR-IOV on an air-gapped cluster, the component images pulled from a Harbor proxy of nvcr.io
   gpu_platform.cluster.nic_cluster_policy:
     mode: sriov
-    network_operator_version: 26.4.0
+    network_operator_version: 26.4.1
     ip_range: 10.20.0.0/16
     selectors:
       vendors: ["15b3"]

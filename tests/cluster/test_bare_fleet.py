@@ -159,8 +159,10 @@ def test_a_layout_the_mig_config_map_lacks_fails_naming_the_node(aks_cluster, tm
         "data": {"config.yaml": "version: v1\nmig-configs:\n  all-disabled:\n    - devices: all\n"
                                 "      mig-enabled: false\n"}})
     policies = aks.dyn.resources.get(api_version="nvidia.com/v1", kind="ClusterPolicy")
+    # inventories/aks turns the MIG manager off while no pool uses MIG (gpu_operator_disable_unused_operands, as the
+    # AKS guide's values do): on again here, as a MIG pool would have it
     policies.patch(name="cluster-policy", content_type="application/merge-patch+json",
-                   body={"spec": {"migManager": {"config": {"name": "partial-mig-parted-config"}}}})
+                   body={"spec": {"migManager": {"enabled": True, "config": {"name": "partial-mig-parted-config"}}}})
     node = aks.gpu_nodes()[0]["metadata"]["name"]
     play = tmp_path / "mig.yml"
     play.write_text(

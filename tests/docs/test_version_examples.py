@@ -1,6 +1,6 @@
 """Every GPU Operator and Network Operator version a user would copy from the docs is the one the roles pin
 (roles/gpu_operator/defaults: gpu_operator_chart_version, roles/network_operator/defaults:
-network_operator_chart_version): the variables set in README.md, docs/*.md and the modules' EXAMPLES, the
+network_operator_chart_version, both the default release pair's): the variables set in README.md, docs/*.md and the modules' EXAMPLES, the
 ``chart_version`` of a gpu-operator or network-operator chart in a ```yaml block or an EXAMPLES task, and the versions
 README.md names in prose. The version matrix's own rows (docs/versions.md) talk about other releases on purpose and
 set none of these."""
@@ -103,13 +103,14 @@ def test_every_operator_version_to_copy_is_a_pin():
 
 def test_the_check_sees_each_kind_of_unpinned_version(monkeypatch):
     """The three ways a stale version showed up (issue 33): an install example, a variable, README's prose."""
-    readme = ("GPU Operator v26.7.0 is installed.\n\n```yaml\n- gpu_platform.cluster.helm_pinned_release:\n"
-              "    chart_ref: gpu-operator\n    chart_version: v26.7.0\n```\n`network_operator_chart_version: 26.4.1`\n")
+    # another release pair's versions (aks-guide's): the docs show the default pair's, and name the others
+    readme = ("GPU Operator v26.3.3 is installed.\n\n```yaml\n- gpu_platform.cluster.helm_pinned_release:\n"
+              "    chart_ref: gpu-operator\n    chart_version: v26.3.3\n```\n`network_operator_chart_version: 26.4.0`\n")
     monkeypatch.setitem(globals(), "_texts", lambda: [("README.md", readme, YAML_BLOCK.findall(readme))])
     assert sorted(unpinned()) == sorted([
-        "README.md: network_operator_chart_version 26.4.1, not the pinned %s" % PINS["network-operator"],
-        "README.md: a gpu-operator chart_version v26.7.0, not the pinned %s" % PINS["gpu-operator"],
-        "README.md: GPU Operator v26.7.0, not the pinned %s" % PINS["gpu-operator"]])
+        "README.md: network_operator_chart_version 26.4.0, not the pinned %s" % PINS["network-operator"],
+        "README.md: a gpu-operator chart_version v26.3.3, not the pinned %s" % PINS["gpu-operator"],
+        "README.md: GPU Operator v26.3.3, not the pinned %s" % PINS["gpu-operator"]])
 
 
 @pytest.mark.parametrize("chart", sorted(PINS))

@@ -17,6 +17,10 @@ pytestmark = pytest.mark.slow
     ({"gpu_platform_gpudirect_path": "dma-buf"}, "gpu_platform_gpudirect_path must be one of: auto, dmabuf, peermem"),
     ({"gpu_platform_smoke_tests_enabled": "perhaps"}, "gpu_platform_smoke_tests_enabled"),
     ({"gpu_platform_teams": "ml"}, "gpu_platform_teams"),
+    # not a key of gpu_platform_release_pairs: refused by the contract's check, before the chart versions that read
+    # the pair are evaluated anywhere
+    ({"gpu_platform_release_pair": "aks"}, "gpu_platform_release_pair: 'aks' is not a release pair (the pairs: aicr, "
+                                           "aks-guide, nvidia-matrix). Fix: set gpu_platform_release_pair to one of"),
 ])
 def test_a_bad_platform_variable_stops_the_first_play(render_site, over, words):
     runner, out = render_site
@@ -40,6 +44,29 @@ def test_a_renamed_layer_variable_names_its_new_name(render_site):
     assert "gpu_sharing_pools: was renamed to gpu_platform_node_pools" in msg, msg
     assert "Traceback" not in msg
     assert not out.exists(), "nothing was written"
+
+
+PREFLIGHT_LINES = "The release pair in use, who validated it, what the data could not check, and what was acknowledged (read it)"
+
+
+def test_preflight_prints_the_release_pair_in_use(render_site):
+    """The first play names the pair and who validated it; a chart version set directly is named instead."""
+    runner, out = render_site
+    preflight = str(ROOT / "playbooks" / "preflight.yml")
+    result = runner.run(playbook=preflight, gpu_platform_release_pair="aks-guide", gpu_platform_network_mode="sriov",
+                        gpu_platform_kubernetes_version="1.35",
+                        gpu_platform_node_os="Ubuntu 24.04", gpu_platform_container_runtime="containerd 2.0.5")
+    assert result.failed == 0, result.failure_messages()
+    lines = result.result(PREFLIGHT_LINES)["msg"]
+    assert lines[0].startswith("release pair aks-guide (gpu_platform_release_pair): GPU Operator v26.3.3 with Network "
+                               "Operator 26.4.0; GPUDirect RDMA a cloud provider's guide"), lines
+    result = runner.run(playbook=preflight, gpu_platform_release_pair="aicr", gpu_operator_chart_version="v26.3.3",
+                        gpu_platform_network_mode="none", gpu_platform_gpudirect_rdma=False)
+    assert result.failed == 0, result.failure_messages()
+    lines = result.result(PREFLIGHT_LINES)["msg"]
+    assert lines[0].startswith("release pair: none, the versions were set directly (gpu_operator_chart_version "
+                               "v26.3.3), so gpu_platform_release_pair aicr"), lines
+    assert not out.exists(), "preflight writes nothing"
 
 
 def test_survey_strings_for_booleans_pass(render_site):

@@ -28,7 +28,7 @@ def test_install_wait_smoke_then_idempotent_then_check_mode(direct_site):
     assert gang and api.store.list("batch.volcano.sh/v1alpha1", "Job", "gpu-platform-smoke") == []
     summary = first.result("What was written and which versions are pinned")["msg"]
     assert summary[0] == "The platform was installed directly on the cluster."
-    assert "gpu-operator chart gpu-operator v26.3.3" in summary[2]
+    assert "gpu-operator chart gpu-operator v26.7.0" in summary[2]
     assert summary[-1] == "Smoke tests passed for gpu_operator and scheduling."
 
     second = runner.run()
@@ -167,13 +167,13 @@ def test_old_kubernetes_is_refused_before_any_write(direct_site):
     result = runner.run()
     assert result.failed == 1
     msg = result.failure_messages()[-1]
-    assert "Kubernetes 1.29.4 is outside GPU Operator v26.3.3's validated range >=1.32,<1.37" in msg
+    assert "Kubernetes 1.29.4 is outside GPU Operator v26.7.0's validated range >=1.33,<1.38" in msg
     assert "gpu_platform_accept_unverified: true" in msg
     assert api.writes() == []
     # Acknowledging does not lower the GPU Operator role's own floor: its release's validated minimum.
     again = runner.run(gpu_platform_accept_unverified=True)
     assert again.failed == 1
-    assert ("Kubernetes v1.29.4 is older than the floor GPU Operator v26.3.3 is validated on (1.32)"
+    assert ("Kubernetes v1.29.4 is older than the floor GPU Operator v26.7.0 is validated on (1.33)"
             in " ".join(again.failure_messages()[-1].split())), again.failure_messages()
     assert api.writes() == []
 

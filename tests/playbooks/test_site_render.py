@@ -62,7 +62,7 @@ def test_bundle_is_valid_idempotent_and_builds(render_site, shared_dir, fmt, kin
             crdschema.validate(obj)
     summary = first.result("What was written and which versions are pinned")["msg"]
     assert summary[0].startswith("The platform was written as a GitOps bundle to %s for %s, in " % (out, {"flux": "Flux", "argocd": "Argo CD"}[fmt]))
-    assert "applied in this order: gpu-operator, " in summary[0] and "gpu-operator v26.3.3" in summary[2]
+    assert "applied in this order: gpu-operator, " in summary[0] and "gpu-operator v26.7.0" in summary[2]
 
     second = runner.run()
     assert second.failed == 0 and second.changed == 0, second.changed_tasks()
@@ -80,7 +80,7 @@ def test_namespace_is_privileged_and_values_follow_the_inventory(render_site, sh
     files = bundle(out)
     assert files["namespace-gpu-operator.yaml"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
     release = files["helmrelease-gpu-operator-gpu-operator.yaml"]
-    assert release["spec"]["chart"]["spec"]["version"] == "v26.3.3"
+    assert release["spec"]["chart"]["spec"]["version"] == "v26.7.0"
     values = release["spec"]["values"]
     assert values["driver"]["enabled"] is False and values["driver"]["nvidiaDriverCRD"] == {"enabled": False}
     assert "rdma" not in values["driver"]
@@ -140,7 +140,7 @@ def test_bundle_with_the_network_layer(render_site, shared_dir):
         else:
             crdschema.validate(obj)
     network = next(o for o in objects if o["kind"] == "HelmRelease" and o["metadata"]["name"] == "network-operator")
-    assert network["spec"]["chart"]["spec"]["version"] == "26.4.0"
+    assert network["spec"]["chart"]["spec"]["version"] == "26.4.1"
     # One NFD, the Network Operator's: it is installed first, and its NicClusterPolicy places the components on NFD's
     # labels (the GPU Operator's NFD would come after, and the policy would wait for ever).
     assert network["spec"]["values"]["nfd"] == {"enabled": True}, "one NFD: the Network Operator's"
@@ -158,7 +158,7 @@ def test_known_broken_versions_stop_the_play_before_anything_is_written(render_s
                         network_operator_selectors={"vendors": ["15b3"], "interfaces": ["ibs1f0"]})
     assert result.failed == 1
     msg = result.failure_messages()[-1]
-    assert "GPU Operator v24.9.2" in msg and "Network Operator 26.4.0" in msg
+    assert "GPU Operator v24.9.2" in msg and "Network Operator 26.4.1" in msg
     assert "kubernetes2640" in msg, "the refusal cites its source"
     assert not out.exists()
 
@@ -168,11 +168,14 @@ def test_the_default_pair_with_rdma_renders_and_prints_its_notes(render_site):
     result = runner.run(gpu_platform_network_mode="rdma_shared",
                         network_operator_selectors={"vendors": ["15b3"], "interfaces": ["ibs1f0"]})
     assert result.failed == 0, result.failure_messages()
-    printed = result.result("Who validated the versions in use, what the data could not check, and what was acknowledged (read it)")["msg"]
-    # Known-good, so nothing is unverified; the 26.3 line's peermem known issue is a note, and the render-mode
-    # platform facts that were not given are named.
+    printed = result.result("The release pair in use, who validated it, what the data could not check, and what was "
+                            "acknowledged (read it)")["msg"]
+    # Known-good (the aicr pair, an NVIDIA recipe), so nothing is unverified; NVIDIA's open validation of 26.7.0 with
+    # Network Operator 26.x is a note, and the render-mode platform facts that were not given are named.
+    assert printed[0].startswith("release pair aicr (gpu_platform_release_pair): GPU Operator v26.7.0 with Network "
+                                 "Operator 26.4.1; GPUDirect RDMA an NVIDIA recipe"), printed
     assert not any("unverified" in line for line in printed), printed
-    assert any("gpu-operator-26.3-peermem-restart" in line for line in printed)
+    assert any("gpu-operator-26.7-rdma-not-yet-validated" in line for line in printed)
     assert any("gpu_platform_node_os" in line for line in printed)
 
 
@@ -225,12 +228,13 @@ def test_cloud_managed_driver_renders_the_peermem_loader(render_site):
 
 
 def test_an_unverified_pair_stops_the_render_unless_acknowledged(render_site):
-    """GPU Operator v26.7.0 with the network layer: no validated GPUDirect RDMA pair, so nothing is written
-    until gpu_platform_accept_unverified says so; then the reasons are printed and the bundle is written."""
+    """GPU Operator v26.7.0 with Network Operator 26.4.0 (set directly, leaving the pairs): no validated GPUDirect
+    RDMA pair, so nothing is written until gpu_platform_accept_unverified says so; then the reasons are printed and the
+    bundle is written."""
     runner, out = render_site
     network = {"gpu_platform_network_mode": "rdma_shared",
                "network_operator_selectors": {"vendors": ["15b3"], "interfaces": ["ibs1f0"]},
-               "gpu_operator_chart_version": "v26.7.0", "gpu_platform_kubernetes_version": "1.35",
+               "network_operator_chart_version": "26.4.0", "gpu_platform_kubernetes_version": "1.35",
                "gpu_platform_node_os": "Ubuntu 24.04", "gpu_platform_container_runtime": "containerd 2.0.5",
                "smoke_tests_nccl_image": "registry.example.com/hpc/nccl-tests@sha256:" + "a" * 64,
                "gpu_platform_rdma_node_type": "nd-h100-v5"}
@@ -256,7 +260,7 @@ def test_the_inventorys_platform_is_checked_in_render_mode(render_site):
     result = runner.run(gpu_platform_node_os="Ubuntu 18.04", gpu_platform_container_runtime="containerd 1.6.20")
     assert result.failed == 1
     msg = " ".join(result.failure_messages()[-1].split())
-    assert "the inventory: the operating system 'Ubuntu 18.04' is not one GPU Operator v26.3.3 is validated on" in msg
+    assert "the inventory: the operating system 'Ubuntu 18.04' is not one GPU Operator v26.7.0 is validated on" in msg
     assert "the container runtime 'containerd 1.6.20'" in msg
     assert not out.exists()
 

@@ -38,9 +38,10 @@ def cluster_policy(upgrade_policy):
             "spec": spec}
 
 
-@pytest.fixture(scope="module")
-def defaults():
-    return pinned_charts.values_path("gpu-operator")
+@pytest.fixture(scope="module", params=pinned_charts.pair_versions("gpu-operator"))
+def defaults(request):
+    """The values.yaml of each release pair's GPU Operator chart."""
+    return pinned_charts.values_path("gpu-operator", request.param)
 
 
 @pytest.mark.parametrize("given", POLICIES)

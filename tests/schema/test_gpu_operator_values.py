@@ -1,4 +1,5 @@
-"""Every value the gpu_operator role can set exists in the values.yaml of the GPU Operator chart it pins (v26.3.3)."""
+"""Every value the gpu_operator role can set exists in the values.yaml of the GPU Operator chart of every release pair
+(v26.7.0, v26.3.3: tests/schema/pinned_charts.py)."""
 from __future__ import annotations
 
 import itertools
@@ -26,9 +27,9 @@ HOST_TOOLKIT = {"name": "n1", "host": {"node_name": "n1", "driver_loaded": True,
                                        "toolkit_packages": {"nvidia-container-toolkit": "1.17.8-1"}}}
 
 
-@pytest.fixture(scope="module")
-def defaults():
-    return pinned_charts.values_path("gpu-operator")
+@pytest.fixture(scope="module", params=pinned_charts.pair_versions("gpu-operator"))
+def defaults(request):
+    return pinned_charts.values_path("gpu-operator", request.param)
 
 
 def combos():
@@ -62,6 +63,31 @@ def test_every_key_exists_in_the_chart(settings, defaults):
         assert values["driver"]["enabled"] is False and values["driver"]["nvidiaDriverCRD"] == {"enabled": False}
         assert "rdma" not in values["driver"] and "version" not in values["driver"]
         assert values["toolkit"]["enabled"] is False  # every node has the toolkit on the host
+
+
+GUIDE_OFF = {"migManager": {"enabled": False}, "vgpuDeviceManager": {"enabled": False},
+             "vfioManager": {"enabled": False}, "sandboxDevicePlugin": {"enabled": False}}
+
+
+def test_unused_operands_off_as_the_aks_guide_has_them(defaults):
+    """The AKS RDMA/InfiniBand guide's GPU Operator values (Azure/aks-rdma-infiniband configs/values/gpu-operator/
+    values.yaml): MIG manager, vGPU device manager, VFIO manager and sandbox device plugin off; keys of each pair's
+    chart."""
+    values = gpu_operator.build_values(dict(BASE, disable_unused_operands=True, mig_pools=[], mig_config=None))
+    assert {k: values[k] for k in GUIDE_OFF} == GUIDE_OFF
+    assert crdschema.check_values_keys(values, defaults) == []
+
+
+@pytest.mark.parametrize("over, kept", [
+    ({}, set(GUIDE_OFF)),  # off by default: the chart's own defaults
+    ({"disable_unused_operands": True, "mig_pools": [{"name": "training", "profile": "all-1g.10gb"}]}, {"migManager"}),
+    ({"disable_unused_operands": True, "mig_config": {"version": "v1", "mig-configs": {}}}, {"migManager"}),
+    ({"disable_unused_operands": True, "extra_values": {"sandboxWorkloads": {"enabled": True}}},
+     {"vgpuDeviceManager", "vfioManager", "sandboxDevicePlugin"}),
+])
+def test_an_operand_a_pool_needs_stays_as_the_chart_has_it(over, kept):
+    values = gpu_operator.build_values(dict(BASE, **over))
+    assert {k for k in GUIDE_OFF if k not in values or values[k] != GUIDE_OFF[k]} == kept
 
 
 def test_the_decision_is_not_modified_in_place():
@@ -99,6 +125,7 @@ def test_extra_values_merge_last():
      "DCGM exporter is disabled"),
     ({"device_plugin_config": {"name": "Bad_Name"}}, "gpu_operator_device_plugin_config.name", "not a valid name"),
     ({"image_pull_secrets": ["UPPER"]}, "gpu_operator_image_pull_secrets[0]", "is not a Secret name"),
+    ({"disable_unused_operands": "yes"}, "gpu_operator_disable_unused_operands", "is not true or false"),
     ({"extra_values": "driver.enabled=false"}, "gpu_operator_extra_values", "must be a dictionary"),
 ])
 def test_bad_choices_name_the_variable(over, field, words):

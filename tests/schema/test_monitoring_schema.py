@@ -170,9 +170,10 @@ def test_defaults_follow_the_gpu_operator_release_in_shared_upstream():
         exporter = yaml.safe_load(handle)["dcgmExporter"]
     # the metric table was audited for v26.7.0's exporter image; a new pin there means a new audit
     assert exporter["version"].startswith(monitoring_metrics.DCGM_EXPORTER_VERSION + "-")
-    # same scrape interval as the operator's own ServiceMonitor, in the chart the gpu_operator role pins
-    pinned = pinned_charts.values("gpu-operator")["dcgmExporter"]["serviceMonitor"]
-    assert monitoring.service_monitor(NS)["spec"]["endpoints"][0]["interval"] == pinned["interval"]
+    # same scrape interval as the operator's own ServiceMonitor, in the chart of every release pair
+    for version in pinned_charts.pair_versions("gpu-operator"):
+        pinned = pinned_charts.values("gpu-operator", version)["dcgmExporter"]["serviceMonitor"]
+        assert monitoring.service_monitor(NS)["spec"]["endpoints"][0]["interval"] == pinned["interval"], version
 
 
 # -- PrometheusRule against the structural validator ---------------------------------------

@@ -1,7 +1,10 @@
-"""Every object the nic_cluster_policy domain renders is valid against the real Network Operator v26.4.1 CRDs.
+"""Every object the nic_cluster_policy domain renders is valid against the real Network Operator v26.4.1 CRDs, and
+against the CRDs of the release its component images are for (each row of COMPONENT_IMAGES: 26.1.2, 26.4.0, 26.4.1).
 
 The CRDs (NicClusterPolicy, IPoIBNetwork, HostDeviceNetwork, MacvlanNetwork, NV-IPAM IPPool) are the
-upstream files in ../shared/upstream/network-operator; a missing directory fails, never skips.
+upstream files in ../shared/upstream/network-operator; a missing directory fails, never skips. Each release's own
+CRDs and release data (hack/release.yaml) come out of its source archive in ../shared/upstream/src
+(tests/schema/pinned_charts.py); a missing archive skips, naming it.
 """
 from __future__ import annotations
 
@@ -58,6 +61,24 @@ def test_rendered_objects_validate_against_upstream_crds(p):
             json.loads(objects[0]["spec"][part]["config"])
 
 
+@pytest.mark.parametrize("p", COMBOS, ids=[_id(p) for p in COMBOS])
+def test_rendered_objects_validate_against_their_releases_crds(p):
+    """The fields a release's policy is written with exist in that release's CRDs: v26.1.2's NicClusterPolicy lacks
+    spec.global (v26.4.1 has it), so a field only a newer release knows would fail here for the 26.1.2 row."""
+    crds = pinned_charts.network_operator_crds(p["network_operator_version"])
+    for obj in nic_cluster_policy_render.render(nic_policy_validate.build_request(p)):
+        crdschema.validate(obj, upstream_dir=crds)
+
+
+def test_a_field_only_a_newer_release_has_is_caught():
+    request = nic_policy_validate.build_request(dict(COMBOS[0], network_operator_version="26.1.2"))
+    policy = nic_cluster_policy_render.render(request)[0]
+    policy["spec"]["global"] = {"repository": "nvcr.io/nvidia/mellanox"}
+    crdschema.validate(policy, upstream_dir=pinned_charts.network_operator_crds("26.4.1"))
+    with pytest.raises(crdschema.SchemaValidationError, match="global"):
+        crdschema.validate(policy, upstream_dir=pinned_charts.network_operator_crds("26.1.2"))
+
+
 def test_every_kind_is_covered():
     kinds = set()
     for p in COMBOS:
@@ -93,9 +114,42 @@ def _table_matches(values, version):
     assert device_plugin == "%s/%s:%s" % (sriov["repository"], sriov["image"], sriov["version"])
 
 
+# COMPONENT_IMAGES keys -> the release's own names for them in hack/release.yaml (the data its chart and operator take
+# their default images from).
+RELEASE_NAMES = {"ofedDriver": "Mofed", "rdmaSharedDevicePlugin": "RdmaSharedDevicePlugin",
+                 "sriovDevicePlugin": "SriovDevicePlugin", "multus": "Multus", "cniPlugins": "CniPlugins",
+                 "ipoib": "Ipoib", "nvIpam": "nvIpam"}
+
+
+@pytest.mark.parametrize("version", sorted(nic_cluster_policy.COMPONENT_IMAGES))
+def test_each_row_is_its_releases_own_data(version):
+    """Each row equals its release's hack/release.yaml (from its source archive), image for image."""
+    folder = pinned_charts.extracted("network-operator", version, "hack/release.yaml")
+    with open(os.path.join(folder, "hack", "release.yaml"), encoding="utf-8") as handle:
+        release = yaml.safe_load(handle)
+    assert release["NetworkOperator"]["version"] == "v" + version
+    table = nic_cluster_policy.COMPONENT_IMAGES[version]
+    assert set(table) == set(RELEASE_NAMES)
+    for part, name in RELEASE_NAMES.items():
+        assert table[part] == {k: release[name][k] for k in ("repository", "image", "version")}, part
+
+
+@pytest.mark.parametrize("version", sorted(nic_cluster_policy.COMPONENT_IMAGES))
+def test_each_row_matches_its_releases_chart(version):
+    """The chart of each release (its values.yaml, from its source archive) pins the same component tag."""
+    values = pinned_charts.values("network-operator", version)
+    _table_matches(values, version)
+    assert "nicClusterPolicy" not in values
+
+
+def test_every_release_pair_has_its_row():
+    """A release pair's Network Operator without a row would be refused by the module (unknown version)."""
+    assert set(pinned_charts.pair_versions("network-operator")) <= set(nic_cluster_policy.COMPONENT_IMAGES)
+
+
 def test_table_matches_the_pinned_chart_release():
-    """The chart the network_operator role pins (26.4.0, its values.yaml from shared/upstream/src) pins the same
-    component tag as that version's table row."""
+    """The chart the network_operator role pins (the default release pair's, its values.yaml from shared/upstream/src)
+    pins the same component tag as that version's table row."""
     version = pinned_charts.pinned_version("network-operator")
     values = pinned_charts.values("network-operator")
     _table_matches(values, version)

@@ -15,6 +15,7 @@ import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from jinja2 import StrictUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from local_gpu_cluster import pins
 
 from tests.awx.runner import project_imports, render_injector, scan, survey_answers
 
@@ -141,6 +142,9 @@ def survey_errors(survey, specs=None):
                 if why:
                     errors.append("%s: the play refuses the answer %r (%s): %s" % (where, answer, source, why))
             default = spec.get("default")
+            if name.endswith("_chart_version") and "{{" in str(default):
+                # the two operators' pins read the release pair: the default pair's version is the collection's
+                default = pins.resolve(name, default, ROOT)
             if "default" in question and default is not None and "{{" not in str(default):
                 offered = as_ansible_reads_it(survey_answers({"spec": [question]}, {})[name])
                 if offered != default and not (offered is None and default == ""):

@@ -10,8 +10,8 @@ BAD = [
     # (changes, field, words)
     ({"mode": "hostdev"}, "mode", "'hostdev' is not one of sriov, rdma_shared, ipoib"),
     ({"mode": None}, "mode", "is not one of"),
-    ({"network_operator_version": "25.10.0"}, "network_operator_version", "known: 26.4.0, 26.4.1"),
-    ({"network_operator_version": "26.4"}, "network_operator_version", "known: 26.4.0, 26.4.1"),
+    ({"network_operator_version": "25.10.0"}, "network_operator_version", "known: 26.1.2, 26.4.0, 26.4.1"),
+    ({"network_operator_version": "26.4"}, "network_operator_version", "known: 26.1.2, 26.4.0, 26.4.1"),
     ({"network_operator_version": "latest"}, "network_operator_version", "not a Network Operator release"),
     ({"network_operator_version": ""}, "network_operator_version", "is required"),
     ({"ofed_driver": "yes"}, "ofed_driver", "'yes' is not true or false"),

@@ -78,12 +78,13 @@ def test_images_come_from_the_table_of_the_version(p):
 
 
 def test_image_table_pins_each_release():
-    assert set(nic_cluster_policy.COMPONENT_IMAGES) >= {"26.4.0", "26.4.1"}
+    assert set(nic_cluster_policy.COMPONENT_IMAGES) >= {"26.1.2", "26.4.0", "26.4.1"}
+    assert nic_cluster_policy.COMPONENT_IMAGES["26.1.2"]["ofedDriver"]["version"] == "doca3.3.0-26.01-1.0.0.0-0"
     assert nic_cluster_policy.COMPONENT_IMAGES["26.4.1"]["ofedDriver"] == {
         "repository": "nvcr.io/nvidia/mellanox", "image": "doca-driver", "version": "doca3.4.1-26.04-1.1.0.0-1"}
     assert nic_cluster_policy.COMPONENT_IMAGES["26.4.0"]["ofedDriver"]["version"] == "doca3.4.0-26.04-0.8.6.0-0"
     for version, table in nic_cluster_policy.COMPONENT_IMAGES.items():
-        assert "ipamPlugin" not in table  # whereabouts is not shipped by 26.4.x
+        assert "ipamPlugin" not in table  # whereabouts is not shipped by 26.1.2 or 26.4.x
         for name, image in table.items():
             assert image["version"] and "latest" not in image["version"], (version, name)
 

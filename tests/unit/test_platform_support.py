@@ -36,13 +36,30 @@ def test_the_default_pair_is_known_good_for_rdma_on_the_local_cluster_version():
              "kubernetes": "v1.35.8", "features": RDMA}
     verdict = versions.check(combo)
     assert verdict.status == versions.KNOWN_GOOD, verdict.messages
-    assert "aks-gpu-operator-26.3.3-network-operator-26.4.0-rdma" in [m["id"] for m in verdict.matched]
-    lines = ps.evaluate(combo, nodes=[node("gpu-1")], cluster_version="v1.35.8")
+    assert "aicr-gpu-operator-26.7.0-network-operator-26.4.1-rdma" in [m["id"] for m in verdict.matched]
+    lines = ps.evaluate(combo, nodes=[node("gpu-1", runtime="containerd://2.0.5")], cluster_version="v1.35.8")
     assert lines == [versions.validation_line(verdict)] + list(verdict.messages)
     # preflight prints who validated the pair in use, truthfully
-    assert lines[0].startswith("validation of GPU Operator v26.3.3 + Network Operator 26.4.0 + Kubernetes 1.35.8 + "
-                               "features rdma: validated by a cloud provider's guide")
+    assert lines[0].startswith("validation of GPU Operator v26.7.0 + Network Operator 26.4.1 + Kubernetes 1.35.8 + "
+                               "features rdma: validated by an NVIDIA recipe")
     assert "not listed in NVIDIA's support matrix" in lines[0]
+
+
+# Each named pair's level with GPUDirect RDMA (docs/versions.md, "Release pairs").
+PAIR_LEVELS = {"aicr": versions.NVIDIA_RECIPE, "nvidia-matrix": versions.NVIDIA_MATRIX,
+               "aks-guide": versions.CLOUD_GUIDE}
+
+
+@pytest.mark.parametrize("name", sorted(pins.release_pairs(ROOT)))
+def test_every_named_pair_is_known_good_for_rdma_on_the_local_cluster_version(name):
+    """A pair the platform names passes preflight without gpu_platform_accept_unverified, at its level."""
+    pair = pins.release_pairs(ROOT)[name]
+    combo = {"gpu_operator": pair["gpu_operator"], "network_operator": pair["network_operator"],
+             "kubernetes": "v1.35.8", "features": RDMA}
+    verdict = versions.check(combo)
+    assert verdict.status == versions.KNOWN_GOOD, verdict.messages
+    assert verdict.level == PAIR_LEVELS[name]
+    ps.evaluate(combo, inventory={"kubernetes": "1.35", "os": "Ubuntu 24.04", "runtime": "containerd 2.0.5"})
 
 
 def test_every_platform_entry_says_who_validated_it():
@@ -62,8 +79,8 @@ def test_preflight_play_reads_the_roles_own_chart_versions():
     assert role_default("gpu_operator", "gpu_operator_chart_version") not in (ROOT / "playbooks" / "preflight.yml").read_text()
 
 
-def test_gpu_operator_26_7_with_rdma_is_refused_without_acknowledgement():
-    combo = {"gpu_operator": "v26.7.0", "network_operator": "26.4.1", "kubernetes": "1.35", "features": RDMA}
+def test_gpu_operator_26_7_with_another_network_operator_and_rdma_is_refused_without_acknowledgement():
+    combo = {"gpu_operator": "v26.7.0", "network_operator": "26.4.0", "kubernetes": "1.35", "features": RDMA}
     with pytest.raises(Refusal) as err:
         ps.evaluate(combo, inventory={"kubernetes": "1.35", "os": "Ubuntu 24.04", "runtime": "containerd 2.0.5"})
     assert "GPU Operator x Network Operator x GPUDirect RDMA" in err.value.msg
@@ -81,6 +98,7 @@ def test_kubernetes_1_30_is_refused_for_26_7_and_names_the_floor():
     assert ps.kubernetes_floor("gpu_operator", "v26.7.0") == "1.33"
     assert ps.kubernetes_floor("gpu_operator", "v26.3.3") == "1.32"
     assert ps.kubernetes_floor("network_operator", "26.4.0") == "1.31"
+    assert ps.kubernetes_floor("network_operator", "26.1.2") == "1.31"
     assert ps.kubernetes_floor("gpu_operator", "v25.10.1") == ""
 
 

@@ -45,7 +45,8 @@ def test_the_docs_example_renders_the_config_map_and_values():
     values = plan["mig_manager_values"]
     expected = {"name": "custom-mig-parted-config", "default": "all-disabled", "create": False}
     assert values == {"migManager": {"config": expected}}
-    assert crdschema.check_values_keys(values, pinned_charts.values_path("gpu-operator")) == []
+    for version in pinned_charts.pair_versions("gpu-operator"):
+        assert crdschema.check_values_keys(values, pinned_charts.values_path("gpu-operator", version)) == [], version
     # Byte-stable, and the same text mig_profile writes for the same config.
     again = gpu_sharing_plan(example["gpu_platform_node_pools"], "time-slicing-config", "gpu-operator",
                              copy.deepcopy(example["gpu_platform_mig_config"]))

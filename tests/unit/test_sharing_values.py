@@ -42,7 +42,8 @@ def test_device_plugin_values(pools, expected):
 def test_device_plugin_values_name_and_keys_exist_in_the_chart():
     values = sharing.device_plugin_values(sharing.validate_pools([TS]), name="dp-config")
     assert values["devicePlugin"]["config"]["name"] == "dp-config"
-    assert crdschema.check_values_keys(values, pinned_charts.values_path("gpu-operator")) == []
+    for version in pinned_charts.pair_versions("gpu-operator"):
+        assert crdschema.check_values_keys(values, pinned_charts.values_path("gpu-operator", version)) == [], version
     with pytest.raises(ParamError):
         sharing.device_plugin_values([], name="Bad Name")
 

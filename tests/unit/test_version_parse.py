@@ -35,7 +35,7 @@ def test_anything_but_a_release_of_the_image_table_is_refused_as_before(given):
     with pytest.raises(ParamError) as err:
         nic_cluster_policy_validate.build_request(dict(NIC, network_operator_version=given))
     assert err.value.field == "network_operator_version"
-    assert "is not a Network Operator release with pinned component images (known: 26.4.0, 26.4.1)" in err.value.msg
+    assert "is not a Network Operator release with pinned component images (known: 26.1.2, 26.4.0, 26.4.1)" in err.value.msg
 
 
 @pytest.mark.parametrize("given", [None, "", "  "])

@@ -33,6 +33,9 @@ RULE_CASES = {
     "network-operator-26.4-kubernetes-1.31-1.35": (
         {"network_operator": "26.4.1", "kubernetes": "v1.35.3"},
         {"network_operator": "26.4.1", "kubernetes": "v1.36.0"}),
+    "network-operator-26.1-kubernetes-1.31-1.35": (
+        {"network_operator": "26.1.2", "kubernetes": "v1.31.0"},
+        {"network_operator": "26.1.2", "kubernetes": "v1.30.9"}),
     "gpu-operator-26.7-driver-595": (
         {"gpu_operator": "v26.7.0", "driver": "595.91.07"},
         {"gpu_operator": "v26.7.0", "driver": "580.95.05"}),
@@ -54,6 +57,14 @@ RULE_CASES = {
     "aks-gpu-operator-26.3.3-network-operator-26.4.0-rdma": (
         {"gpu_operator": "v26.3.3", "network_operator": "26.4.0", "features": RDMA},
         {"gpu_operator": "v26.3.3", "network_operator": "26.4.1", "features": RDMA}),
+    "gpu-operator-26.3-network-operator-26.1-patches-rdma": (
+        {"gpu_operator": "v26.3.3", "network_operator": "26.1.2", "features": RDMA},
+        # GPU Operator 26.7 with a 26.1 patch: the 26.7.0 page names 26.1.0 only
+        {"gpu_operator": "v26.7.0", "network_operator": "26.1.2", "features": RDMA}),
+    "aicr-gpu-operator-26.7.0-network-operator-26.4.1-rdma": (
+        {"gpu_operator": "v26.7.0", "network_operator": "26.4.1", "features": RDMA},
+        # AICR pins these two exactly: another 26.4 patch, or another 26.7 patch, is not its pair
+        {"gpu_operator": "v26.7.0", "network_operator": "26.4.0", "features": RDMA}),
     "cns-gpu-operator-26.3.2-network-operator-26.4.0-rdma": (
         {"gpu_operator": "v26.3.2", "network_operator": "26.4.0", "features": RDMA},
         {"gpu_operator": "v26.3.3", "network_operator": "26.4.0", "features": RDMA}),
@@ -90,12 +101,12 @@ NOTE_CASES = {
     "gpu-operator-end-of-support": (
         {"gpu_operator": "v25.10.1"},
         {"gpu_operator": "v26.3.0"}),
-    "network-operator-26.1-deprecated": (
+    "network-operator-26.4-deprecated": (
+        {"network_operator": "26.4.1"},
+        {"network_operator": "26.1.2"}),
+    "network-operator-end-of-support": (
         {"network_operator": "26.1.2"},
         {"network_operator": "26.4.0"}),
-    "network-operator-end-of-support": (
-        {"network_operator": "25.10.0"},
-        {"network_operator": "26.1.0"}),
 }
 
 BROKEN_IDS = [r["id"] for r in versions.RULES if r["verdict"] == "breaks"]
@@ -246,14 +257,19 @@ def test_notes_do_not_change_a_known_good_verdict():
 
 
 @pytest.mark.parametrize("combo, words", [
-    # GPU Operator 26.7 with a Network Operator for GPUDirect RDMA: no validated pair yet.
-    ({"gpu_operator": "v26.7.0", "network_operator": "26.4.1", "features": ["rdma"]},
+    # GPU Operator 26.7 patches after AICR's v26.7.0: no fact for the pair.
+    ({"gpu_operator": "v26.7.1", "network_operator": "26.4.1", "features": ["rdma"]},
      ["GPU Operator x Network Operator x GPUDirect RDMA", "NVIDIA/gpu-operator#2301"]),
     # The 26.3 line is validated from 1.32: 1.31 has no fact.
     ({"gpu_operator": "v26.3.3", "kubernetes": "1.31"}, ["GPU Operator x Kubernetes", "Kubernetes 1.31"]),
     # Outside a validated range is unknown, not broken.
     ({"gpu_operator": "v26.7.0", "kubernetes": "1.38"}, ["GPU Operator x Kubernetes"]),
-    ({"network_operator": "26.1.2", "kubernetes": "1.34"}, ["Network Operator x Kubernetes", "Deprecated"]),
+    ({"network_operator": "26.1.2", "kubernetes": "1.36"}, ["Network Operator x Kubernetes", "End of Support"]),
+    # GPU Operator 26.7 with a Network Operator other than AICR's 26.4.1 (and the 26.1.0 of NVIDIA's page): no fact
+    ({"gpu_operator": "v26.7.0", "network_operator": "26.4.0", "features": ["rdma"]},
+     ["GPU Operator x Network Operator x GPUDirect RDMA", "NVIDIA/gpu-operator#2302"]),
+    ({"gpu_operator": "v26.7.0", "network_operator": "26.1.2", "features": ["rdma"]},
+     ["GPU Operator x Network Operator x GPUDirect RDMA", "End of Support"]),
     ({"gpu_operator": "v26.7.0", "driver": "580.95.05"}, ["GPU Operator x driver", "driver 580.95.05"]),
     ({"kubernetes": "1.34"}, ["nothing to compare"]),
 ])
@@ -415,7 +431,40 @@ def test_docs_table_names_who_validated_each_fact():
         assert versions.VALIDATION_LEVELS[item["validated_by"][0]] in rows[item["id"]], item["id"]
 
 
-def test_the_default_pair_is_validated_by_a_cloud_providers_guide_not_nvidias_matrix():
+def test_the_recipe_level_sits_between_nvidias_matrix_and_a_cloud_guide():
+    order = versions.LEVEL_ORDER
+    assert order.index(versions.NVIDIA_MATRIX) < order.index(versions.NVIDIA_RECIPE) < order.index(versions.CLOUD_GUIDE)
+    assert versions.VALIDATION_LEVELS[versions.NVIDIA_RECIPE] == "an NVIDIA recipe"
+
+
+def test_the_aicr_pair_is_an_nvidia_recipe_not_nvidias_matrix():
+    """GPU Operator v26.7.0 + Network Operator 26.4.1 with RDMA: known-good at the recipe level, the line says it is
+    not NVIDIA's support matrix, and the open validation work (#2301, #2302) is still a note."""
+    verdict = versions.check({"gpu_operator": "v26.7.0", "network_operator": "26.4.1", "kubernetes": "1.35",
+                              "features": RDMA})
+    assert verdict.status == versions.KNOWN_GOOD and verdict.level == versions.NVIDIA_RECIPE
+    line = versions.validation_line(verdict)
+    assert line.startswith("validation of GPU Operator v26.7.0 + Network Operator 26.4.1 + Kubernetes 1.35 + "
+                           "features rdma: validated by an NVIDIA recipe (")
+    assert ("GPU Operator x Network Operator x GPUDirect RDMA: an NVIDIA recipe (NVIDIA's AI Cluster Runtime "
+            "recipes), not listed in NVIDIA's support matrix [aicr-gpu-operator-26.7.0-network-operator-26.4.1-rdma]"
+            ) in line
+    ids = [m["id"] for m in verdict.matched]
+    assert {"gpu-operator-26.7-rdma-not-yet-validated", "network-operator-26.4-rdma-not-in-nvidia-matrix"} <= set(ids)
+    assert versions.assert_supported({"gpu_operator": "v26.7.0", "network_operator": "26.4.1", "kubernetes": "1.35",
+                                      "features": RDMA}) == []
+
+
+def test_the_nvidia_matrix_pair_is_in_nvidias_matrix_with_its_end_of_support():
+    verdict = versions.check({"gpu_operator": "v26.3.3", "network_operator": "26.1.2", "kubernetes": "1.35",
+                              "features": RDMA})
+    assert verdict.status == versions.KNOWN_GOOD and verdict.level == versions.NVIDIA_MATRIX
+    line = versions.validation_line(verdict)
+    assert "validated by NVIDIA's support matrix (" in line and "not listed in NVIDIA's support matrix" not in line
+    assert "network-operator-end-of-support" in [m["id"] for m in verdict.matched]
+
+
+def test_the_aks_guides_pair_is_validated_by_a_cloud_providers_guide_not_nvidias_matrix():
     verdict = versions.check({"gpu_operator": "v26.3.3", "network_operator": "26.4.0", "kubernetes": "1.35",
                               "features": RDMA})
     assert verdict.status == versions.KNOWN_GOOD and verdict.level == versions.CLOUD_GUIDE
@@ -436,8 +485,12 @@ def test_the_default_pair_is_validated_by_a_cloud_providers_guide_not_nvidias_ma
     ({"gpu_operator": "v26.3.3", "network_operator": "26.4.0", "features": RDMA}, versions.CLOUD_GUIDE),
     # the DRA driver floor is this project's rule: known-good, but nobody outside validated it
     ({"kubernetes": "1.35", "driver": "580.95.05", "features": ["dra"]}, versions.UNVERIFIED),
+    # NVIDIA's AI Cluster Runtime recipe: between the support matrix and a cloud guide
+    ({"gpu_operator": "v26.7.0", "network_operator": "26.4.1", "features": RDMA}, versions.NVIDIA_RECIPE),
+    ({"gpu_operator": "v26.3.3", "network_operator": "26.1.2", "kubernetes": "1.35", "features": RDMA},
+     versions.NVIDIA_MATRIX),
     # no fact for the pair: unverified
-    ({"gpu_operator": "v26.7.0", "network_operator": "26.4.1", "features": RDMA}, versions.UNVERIFIED),
+    ({"gpu_operator": "v26.7.0", "network_operator": "26.4.0", "features": RDMA}, versions.UNVERIFIED),
     # known-broken: no level vouches for it
     ({"gpu_operator": "v26.3.2", "network_operator": "26.4.0", "features": RDMA}, versions.UNVERIFIED),
 ])
@@ -446,7 +499,7 @@ def test_the_level_is_the_weakest_pairs(combo, level):
 
 
 def test_an_uncovered_pair_is_named_unverified():
-    verdict = versions.check({"gpu_operator": "v26.7.0", "network_operator": "26.4.1", "kubernetes": "1.35",
+    verdict = versions.check({"gpu_operator": "v26.7.0", "network_operator": "26.4.0", "kubernetes": "1.35",
                               "features": RDMA})
     line = versions.validation_line(verdict)
     assert ": unverified (" in line

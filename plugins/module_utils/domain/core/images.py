@@ -11,14 +11,12 @@ CRI-O's registry mirrors do: ``{"nvcr.io": "harbor.example.com/nvcr"}`` turns
 registry part changes: the path, the tag and the digest (the pins) stay as they are.
 
 The charts' image values are data: ``CHART_IMAGES`` lists, per chart, where its values.yaml keeps an
-image's repository and its default (the default's registry decides whether a mirror applies), and for a
-key that only newer releases have, the first release that has it. The lists follow the values.yaml of
-the chart versions the roles pin and of every release pair's (GPU Operator v26.7.0 and v26.3.3, Network
-Operator 26.4.1, 26.4.0 and 26.1.2, dra-driver-nvidia-gpu 0.4.1), read from their source archives in
-shared/upstream/src; a schema test compares them with those files, so a new image in a chart cannot
-go unmirrored unnoticed, and no value names a key the chart in use lacks (Helm would ignore it: the
-GPU Operator's ``draDriver`` block is v26.7.0's, not v26.3.3's, so ``chart_values`` leaves it out for
-v26.3.3).
+image's repository and its default (the default's registry decides whether a mirror applies). The
+lists follow the values.yaml of the chart versions the roles pin, every release pair's for the GPU
+Operator (v26.7.0, v26.3.3) and the Network Operator (26.4.1, 26.4.0, 26.1.2), read from their source
+archives in shared/upstream/src; a schema test compares them with each of those files, so a new image
+in a chart cannot go unmirrored unnoticed, and no value names a key one of those charts lacks (Helm
+would ignore it: the GPU Operator's ``draDriver`` block is v26.7.0's, not v26.3.3's).
 """
 
 from __future__ import annotations
@@ -35,9 +33,8 @@ _HOST = re.compile(r"^(?:[a-z0-9]|[a-z0-9][a-z0-9-]*[a-z0-9])(?:\.(?:[a-z0-9]|[a
 _PATH = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
 EXAMPLE = "{nvcr.io: harbor.example.com/nvcr}"
 
-# (values path, default[, since]): where a chart's values.yaml keeps an image's repository (a registry/path that
-# the chart joins with an image name and a tag kept elsewhere, so the pins are untouched), its default, and the first
-# chart version that has it when older ones the platform installs do not.
+# (values path, default): where a chart's values.yaml keeps an image's repository (a registry/path that
+# the chart joins with an image name and a tag kept elsewhere, so the pins are untouched), and its default.
 CHART_IMAGES = {
     "gpu-operator": (
         (("operator", "repository"), "nvcr.io/nvidia"),
@@ -60,7 +57,6 @@ CHART_IMAGES = {
         (("sandboxDevicePlugin", "repository"), "nvcr.io/nvidia"),
         (("kataSandboxDevicePlugin", "repository"), "nvcr.io/nvidia/cloud-native"),
         (("ccManager", "repository"), "nvcr.io/nvidia/cloud-native"),
-        (("draDriver", "repository"), "nvcr.io/nvidia", "26.7.0"),
     ),
     "network-operator": (
         (("operator", "repository"), "nvcr.io/nvidia/cloud-native"),
@@ -78,8 +74,11 @@ NOT_MIRRORED = {
     # Whole references with the release's tag in them (a value per release), of a subchart the platform
     # keeps off (sriovNetworkOperator.enabled: false): the NicClusterPolicy's device plugin is used instead.
     "network-operator": (("sriov-network-operator", "images"),),
-    # No default: the vGPU manager image is built by the user and named with its registry already.
-    "gpu-operator": (("vgpuManager", "repository"),),
+    # No default: the vGPU manager image is built by the user and named with its registry already. The DRA driver of
+    # v26.7.0's values (draDriver) is rendered only with gpuCluster.deployCR, the experimental GPUCluster that cannot
+    # sit beside the ClusterPolicy the platform installs (its dra_driver layer installs the DRA driver's own chart);
+    # v26.3.3's chart has no such block, so a mirror value there would name a key that chart lacks.
+    "gpu-operator": (("vgpuManager", "repository"), ("draDriver",)),
 }
 
 
@@ -91,7 +90,7 @@ ALLOW_FIELD = "gpu_platform_allow_image_overrides"
 def pinned_overrides(chart, extra, field):
     """The dotted paths of ``extra`` (a release's extra values) that would change a pinned image of ``chart``: a
     repository, image, version, tag or digest under one of its image blocks (CHART_IMAGES, NOT_MIRRORED)."""
-    blocks = [entry[0][:-1] for entry in CHART_IMAGES.get(chart, ())] + list(NOT_MIRRORED.get(chart, ()))
+    blocks = [path[:-1] for path, dummy in CHART_IMAGES.get(chart, ())] + list(NOT_MIRRORED.get(chart, ()))
     found = []
     for block in blocks:
         node = extra
@@ -202,24 +201,14 @@ def mirror_image(field, reference, mirrors):
     return mirror(validate.pinned_image(field, reference), check_mirrors(mirrors))
 
 
-def _release(version):
-    return tuple(int(part) for part in re.findall(r"\d+", str(version).lstrip("v").split("-", 1)[0])[:3])
-
-
-def chart_images(chart, version=None):
-    """``chart``'s (values path, default) image entries, those of release ``version`` (every one when None)."""
-    return tuple(entry[:2] for entry in CHART_IMAGES.get(chart, ())
-                 if version is None or len(entry) < 3 or _release(version) >= _release(entry[2]))
-
-
-def chart_values(chart, mirrors, version=None):
-    """The values that point ``chart``'s images (of release ``version``, when given) at the mirrors ({} for a
-    chart without image data or without a mirror for its registries). Merge them under the user's extra values."""
+def chart_values(chart, mirrors):
+    """The values that point ``chart``'s images at the mirrors ({} for a chart without image data or
+    without a mirror for its registries). Merge them under the user's extra values."""
     mirrors = check_mirrors(mirrors)
     out = {}
     if not mirrors:
         return out
-    for path, default in chart_images(chart, version):
+    for path, default in CHART_IMAGES.get(chart, ()):
         moved = mirror(default, mirrors)
         if moved == default:
             continue

@@ -101,8 +101,16 @@ NV_IPAM_BLOCK_MIN = 2
 #   doca3.4.0-26.04-0.8.6.0-0 (also named on docs.nvidia.com/networking/display/kubernetes2640/
 #   platform-support.html as cited by other projects). The v26.4.0 CRDs are byte-identical to
 #   v26.4.1's (shared/upstream/README.md).
+# - 26.1.2: the v26.1.2 tag's own release data, hack/release.yaml (in shared/upstream/src/network-operator-v26.1.2.tar.xz):
+#   every component above (RdmaSharedDevicePlugin, SriovDevicePlugin, Multus, CniPlugins, Ipoib, nvIpam) at
+#   nvcr.io/nvidia/mellanox with tag network-operator-v26.1.2, Mofed (the DOCA driver) doca-driver
+#   doca3.3.0-26.01-1.0.0.0-0; its chart's values.yaml pins the init container and the SR-IOV device plugin at the
+#   same tag (checked by tests/schema/test_nic_policy_schema.py). Every NicClusterPolicy field this module writes is
+#   in the v26.1.2 CRD too (deployment/network-operator/crds of that archive: v26.4.1 only adds spec.global and
+#   spectrumXOperator.xPlane, which are not written); the schema tests validate each rendered policy of this row
+#   against that CRD.
 # - Whereabouts: deprecated since Network Operator 25.4 (release notes, upgrade notes) and not in
-#   either release's image list; the v26.4.1 NicClusterPolicy CRD has no secondaryNetwork.ipamPlugin
+#   any release's image list; the v26.4.1 (and v26.1.2) NicClusterPolicy CRD has no secondaryNetwork.ipamPlugin
 #   any more. No release here carries an "ipamPlugin" entry, so with ipam=whereabouts the policy
 #   cannot deploy it: the network still gets a whereabouts IPAM config and the request carries a
 #   warning that whereabouts must be installed separately.
@@ -146,6 +154,7 @@ def _component_images(tag, doca_driver):
 
 
 COMPONENT_IMAGES = {
+    "26.1.2": _component_images("network-operator-v26.1.2", "doca3.3.0-26.01-1.0.0.0-0"),
     "26.4.0": _component_images("network-operator-v26.4.0", "doca3.4.0-26.04-0.8.6.0-0"),
     "26.4.1": _component_images("network-operator-v26.4.1", "doca3.4.1-26.04-1.1.0.0-1"),
 }

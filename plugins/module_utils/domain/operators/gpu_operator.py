@@ -4,9 +4,10 @@
 """GPU Operator chart values from the gpu_operator role's choices, and operand readiness.
 
 Private to the collection: not a public API. Pure: standard library only.
-Value keys follow the values.yaml of the GPU Operator chart the role pins (v26.3.3, read by the tests from
-its source archive in shared/upstream/src); the schema tests check every key this produces against that
-file. Helm ignores a key the chart lacks, so a key only a newer release has would do nothing.
+Value keys follow the values.yaml of the GPU Operator charts the release pairs pin (v26.7.0, v26.3.3, read by the
+tests from their source archives in shared/upstream/src); the schema tests check every key this produces against each
+of those files, and render each pair's chart with these values (helm template). Helm ignores a key the chart lacks, so
+a key only a newer release has would do nothing.
 """
 
 from __future__ import annotations
@@ -42,6 +43,32 @@ def _driver_values(settings):
         raise ParamError("gpu_operator_driver_values", "%r is not a gpu_driver_mode decision" % (decided,),
                          "pass the gpu_operator_values that gpu_platform.cluster.gpu_driver_mode returns")
     return copy.deepcopy(decided["driver"]), copy.deepcopy(decided.get("toolkit") or {"enabled": True})
+
+
+# Operands that serve only vGPU and sandboxed (VFIO passthrough, Kata) workloads, which the platform does not run: the
+# chart deploys them for its sandboxWorkloads. Azure's AKS RDMA/InfiniBand guide turns them off in its GPU Operator
+# values, and the MIG manager with them when no pool uses MIG (Azure/aks-rdma-infiniband,
+# configs/values/gpu-operator/values.yaml).
+SANDBOX_OPERANDS = ("vgpuDeviceManager", "vfioManager", "sandboxDevicePlugin")
+TRIM_FIELD = "gpu_operator_disable_unused_operands"
+
+
+def unused_operands(settings, extra):
+    """The values that turn off the operands nothing here needs, when the role is asked to (``disable_unused_operands``):
+    the MIG manager unless a pool shares its GPUs with MIG or a custom mig-parted config is set (``mig_pools``,
+    ``mig_config``: the sharing layer's plan), and the sandbox operands unless ``extra`` turns sandboxWorkloads on."""
+    trim = settings.get("disable_unused_operands", False)
+    if not isinstance(trim, bool):
+        raise ParamError(TRIM_FIELD, "%r is not true or false" % (trim,), "set it to true or false")
+    if not trim:
+        return {}
+    out = {}
+    if not settings.get("mig_pools") and not settings.get("mig_config"):
+        out["migManager"] = {"enabled": False}
+    sandbox = extra.get("sandboxWorkloads") if isinstance(extra.get("sandboxWorkloads"), dict) else {}
+    if sandbox.get("enabled") is not True:
+        out.update({name: {"enabled": False} for name in SANDBOX_OPERANDS})
+    return out
 
 
 # Values only gpu_driver_mode may set: an override in extra_values would bypass its conflict check.
@@ -117,7 +144,7 @@ def build_values(settings):
         for component in PULL_SECRET_COMPONENTS:
             values.setdefault(component, {})["imagePullSecrets"] = list(names)
     values = deep_merge(values, images.chart_values("gpu-operator", images.check_mirrors(
-        settings.get("image_mirrors"), "gpu_operator_image_mirrors"), settings.get("chart_version") or None))
+        settings.get("image_mirrors"), "gpu_operator_image_mirrors")))
     extra = settings.get("extra_values") or {}
     if not isinstance(extra, dict):
         raise ParamError("gpu_operator_extra_values", "must be a dictionary of chart values",
@@ -125,6 +152,7 @@ def build_values(settings):
     _check_overrides(extra, values)
     images.check_pins({"gpu_operator_extra_values": ("gpu-operator", extra)},
                       settings.get("allow_image_overrides", False))
+    values = deep_merge(values, unused_operands(settings, extra))
     return deep_merge(values, extra)
 
 

@@ -10,7 +10,7 @@ Every check runs; one ParamError names every wrong setting (validate.every), so 
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import gitops_bundle as bundle
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import contract
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import contract, release_pairs
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.drivers import (
     gpu_driver_upgrade)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm import (
@@ -63,8 +63,9 @@ def check_nfd_placement(nfd):
 def check(settings):
     """What each check returned, by name, for ``settings``: ``gitops`` ({format, root, path, source} or None; the path defaults from the root),
     ``mirrors``, ``charts``, ``pins`` with ``allow_image_overrides``, ``driver_upgrade_policy`` (None when
-    unset), ``nfd`` (check_nfd_placement's variables) and ``defined`` (the variable names the inventory defines: a name renamed into the platform contract is
-    refused, see contract.py); each may be left out."""
+    unset), ``nfd`` (check_nfd_placement's variables), ``defined`` (the variable names the inventory defines: a name renamed into the platform contract is
+    refused, see contract.py) and ``release_pair`` ({name, pairs}: gpu_platform_release_pair must name one of
+    gpu_platform_release_pairs, see release_pairs.py); each may be left out."""
     checks = {
         "mirrors": lambda: images.check_all(settings.get("mirrors") or {}),
         "charts": lambda: helm_pinned_release.check_chart_settings(settings.get("charts") or {}),
@@ -81,5 +82,8 @@ def check(settings):
         checks["nfd"] = lambda: check_nfd_placement(settings["nfd"])
     if settings.get("defined") is not None:
         checks["defined"] = lambda: contract.check_renamed(settings["defined"])
+    if settings.get("release_pair") is not None:
+        checks["release_pair"] = lambda: release_pairs.check_choice(settings["release_pair"].get("name"),
+                                                                    settings["release_pair"].get("pairs"))
     names = sorted(checks)
     return dict(zip(names, validate.every([checks[n] for n in names], "platform settings")))

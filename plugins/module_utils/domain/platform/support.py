@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import version_parse
-from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import versions
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import release_pairs, versions
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, Refusal
 
 ACCEPT_FIELD = "gpu_platform_accept_unverified"
@@ -34,6 +34,7 @@ GPUOP_2632 = "https://nvidia.github.io/cloud-native-docs/review/pr-428/gpu-opera
 GPUOP_2670 = ("NVIDIA/cloud-native-docs commit 187a4a5b (Release docs 26.7.0, gpu-operator/platform-support.rst); "
               "NVIDIA/cloud-native-docs#488, #490 (Kubernetes 1.37 added, Ubuntu 24.04 floor raised to 1.33)")
 NETOP_2640 = versions.NETOP_2640
+NETOP_2610 = versions.NETOP_2610
 
 # Each entry: the release line (a versions.py range), the Kubernetes range, the operating systems
 # ({distribution: (versions...)}; a version matches on its leading parts, "9" matches 9.4), and
@@ -57,6 +58,9 @@ PLATFORMS = (
     {"id": "network-operator-26.4", "component": "network_operator", "versions": ">=26.4.0,<26.5.0",
      "kubernetes": ">=1.31,<1.36",
      "source": NETOP_2640, "validated_by": versions.NVIDIA},
+    {"id": "network-operator-26.1", "component": "network_operator", "versions": ">=26.1.0,<26.2.0",
+     "kubernetes": ">=1.31,<1.36",
+     "source": NETOP_2610, "validated_by": versions.NVIDIA},
 )
 
 LABELS = {"gpu_operator": "GPU Operator", "network_operator": "Network Operator"}
@@ -239,20 +243,29 @@ def judged_combo(combo):
     return {k: v for k, v in combo.items() if v not in (None, "", [])}
 
 
-def evaluate(combo, nodes=None, inventory=None, cluster_version="", accept=False):
+def evaluate(combo, nodes=None, inventory=None, cluster_version="", accept=False, release=None):
     """The preflight verdict on versions and platform together: the lines to print, or an error.
 
-    The first line says who validated the combination in use (versions.validation_line). A known-broken version
-    combination is refused (versions.assert_supported). Unverified version
-    pairs and unverified platform facts are refused together unless ``accept`` (ACCEPT_FIELD) is true;
-    notes and facts that were not given come back as warnings. A bad version raises ParamError naming
-    the combination's key (``gpu_operator``); ParamError.renamed gives it the user's variable.
+    The first line says who validated the combination in use (versions.validation_line); with ``release``
+    ({pair, pairs}: gpu_platform_release_pair and gpu_platform_release_pairs) a line before it names the release
+    pair the combination's chart versions are, or the variables that were set directly instead, and the pair's level
+    (release_pairs.line), and a refusal names it too. A known-broken version combination is refused
+    (versions.assert_supported). Unverified version pairs and unverified platform facts are refused together unless
+    ``accept`` (ACCEPT_FIELD) is true; notes and facts that were not given come back as warnings. A bad version raises
+    ParamError naming the combination's key (``gpu_operator``); ParamError.renamed gives it the user's variable. A
+    pair name that is not one of the pairs raises ParamError naming gpu_platform_release_pair.
     """
     combo = judged_combo(combo or {})
     versions.assert_supported(combo)
     verdict = versions.check(combo)
     notes = [m for m in verdict.messages if m not in verdict.unverified]
     components = {k: combo.get(k) for k in ("gpu_operator", "network_operator")}
+    first = [versions.validation_line(verdict)]
+    label = verdict.combination
+    if release is not None:
+        pair, pairs = release.get("pair"), release.get("pairs")
+        first.insert(0, release_pairs.line(pair, pairs, components, verdict))
+        label = "%s: %s" % (release_pairs.summary(pair, pairs, components), label)
     more, warnings = check(components, nodes, inventory, cluster_version)
-    lines = gate(list(verdict.unverified) + more, notes + warnings, accept, verdict.combination)
-    return [versions.validation_line(verdict)] + lines
+    lines = gate(list(verdict.unverified) + more, notes + warnings, accept, label)
+    return first + lines

@@ -33,12 +33,14 @@ LABELS = dict(version_parse.LABELS, rdma="GPUDirect RDMA", dra="DRA")
 # Who validated a fact, strongest first: every rule and note says which (its "validated_by": level, who), and
 # check() gives the level of the combination in use (the weakest of its pairs' strongest facts).
 NVIDIA_MATRIX = "nvidia-support-matrix"
+NVIDIA_RECIPE = "nvidia-recipe"
 CLOUD_GUIDE = "cloud-provider-guide"
 COMMUNITY = "community-project"
 UNVERIFIED = "unverified"
-VALIDATION_LEVELS = {NVIDIA_MATRIX: "NVIDIA's support matrix", CLOUD_GUIDE: "a cloud provider's guide",
-                     COMMUNITY: "a community project", UNVERIFIED: "unverified"}
-LEVEL_ORDER = (NVIDIA_MATRIX, CLOUD_GUIDE, COMMUNITY, UNVERIFIED)
+VALIDATION_LEVELS = {NVIDIA_MATRIX: "NVIDIA's support matrix", NVIDIA_RECIPE: "an NVIDIA recipe",
+                     CLOUD_GUIDE: "a cloud provider's guide", COMMUNITY: "a community project",
+                     UNVERIFIED: "unverified"}
+LEVEL_ORDER = (NVIDIA_MATRIX, NVIDIA_RECIPE, CLOUD_GUIDE, COMMUNITY, UNVERIFIED)
 NVIDIA = (NVIDIA_MATRIX, "NVIDIA")
 PROJECT_RULE = (UNVERIFIED, "this project's own rule (MODULES.md), no outside validation")
 
@@ -49,6 +51,15 @@ DRA_DOCS = ("https://deploy-preview-1127--dra-driver-nvidia-gpu.netlify.app/docs
 K8S_134 = ("https://kubernetes.io/blog/2025/07/28/kubernetes-v1-34-sneak-peek/ (core DRA, resource.k8s.io/v1, "
            "graduates to stable in v1.34)")
 NETOP_2640 = "https://docs.nvidia.com/networking/display/kubernetes2640/platform-support.html"
+NETOP_2670 = "https://docs.nvidia.com/networking/display/kubernetes2670/platform-support.html"
+NETOP_2610 = ("https://github.com/Mellanox/network-operator-docs/blob/v26.1.1/docs/platform-support.rst (the Network "
+              "Operator 26.1 docs, tags v26.1.0 and v26.1.1: Prerequisites)")
+NETOP_PATCHES = ("https://docs.nvidia.com/networking/display/kubernetes2670/life-cycle-management.html (YY.MM.PP: a "
+                 "patch release carries critical bug and CVE fixes of its major version); "
+                 "https://docs.nvidia.com/networking/display/kubernetes2611/release-notes.html (26.1.1: CVE fixes)")
+AICR = ("https://github.com/NVIDIA/aicr/blob/005da13a1b0419a7cc81684c0527b72a53bbd11e/recipes/registry.yaml (the "
+        "component registry's default chart versions: gpu-operator v26.7.0, network-operator 26.4.1); NVIDIA/aicr#2566 "
+        "(its bare-metal GB300 InfiniBand recipe: GPUDirect RDMA over DMA-BUF, no nvidia-peermem)")
 GPUOP_LIFECYCLE = "https://nvidia.github.io/cloud-native-docs/review/pr-512/gpu-operator/latest/platform-support.html"
 UPSTREAM_README = "shared/upstream/README.md"
 GPUOP_2630 = ("NVIDIA/cloud-native-docs#353 (commit adfe9224, gpu-operator/platform-support.rst, the 26.3.0 "
@@ -88,6 +99,13 @@ RULES = (
      "verdict": "works",
      "reason": "Network Operator 26.4.x prerequisites: Kubernetes >=1.31 and <=1.35",
      "source": NETOP_2640,
+     "validated_by": NVIDIA},
+    {"id": "network-operator-26.1-kubernetes-1.31-1.35",
+     "when": {"network_operator": ">=26.1.0,<26.2.0", "kubernetes": ">=1.31,<1.36"},
+     "verdict": "works",
+     "reason": "Network Operator 26.1.x prerequisites: Kubernetes >=1.31 and <=1.35 (the 26.1 docs; 26.1.2 is a patch "
+               "release of that line)",
+     "source": NETOP_2610,
      "validated_by": NVIDIA},
     # GPU Operator x driver branch
     {"id": "gpu-operator-26.7-driver-595",
@@ -154,6 +172,22 @@ RULES = (
                "and RHEL 10.0 and 8.10 with Network Operator 26.1.0",
      "source": GPUOP_RDMA_PAGES,
      "validated_by": NVIDIA},
+    {"id": "gpu-operator-26.3-network-operator-26.1-patches-rdma",
+     "when": {"gpu_operator": ">=26.3.0,<26.4.0", "network_operator": ">=26.1.1,<26.2.0", "features": ("rdma",)},
+     "verdict": "works",
+     "reason": "the GPU Operator 26.3.0 platform page lists GPUDirect RDMA with Network Operator 26.1.0, and 26.1.1 and "
+               "26.1.2 (the newest) are patch releases of that line, which carry critical bug and CVE fixes only; "
+               "the Network Operator 26.7 docs put 26.1.x at End of Support",
+     "source": GPUOP_RDMA_PAGES + "; " + NETOP_PATCHES,
+     "validated_by": NVIDIA},
+    {"id": "aicr-gpu-operator-26.7.0-network-operator-26.4.1-rdma",
+     "when": {"gpu_operator": "==26.7.0", "network_operator": "==26.4.1", "features": ("rdma",)},
+     "verdict": "works",
+     "reason": "NVIDIA's AI Cluster Runtime (AICR) recipes pin GPU Operator v26.7.0 with Network Operator 26.4.1, and "
+               "its bare-metal InfiniBand recipe runs GPUDirect RDMA over DMA-BUF, without nvidia-peermem; NVIDIA's "
+               "support matrix does not list the pair (its GPUDirect RDMA rows name Network Operator 26.1.x and 25.x)",
+     "source": AICR,
+     "validated_by": (NVIDIA_RECIPE, "NVIDIA's AI Cluster Runtime recipes")},
     {"id": "network-operator-26.4-needs-gpu-operator-25.3",
      "when": {"network_operator": ">=26.4.0,<26.5.0", "gpu_operator": "<25.3.0", "features": ("rdma",)},
      "verdict": "breaks",
@@ -221,15 +255,16 @@ NOTES = (
      "note": "GPU Operator 25.10.x and lower are End of Support",
      "source": GPUOP_LIFECYCLE,
      "validated_by": NVIDIA},
-    {"id": "network-operator-26.1-deprecated",
-     "when": {"network_operator": ">=26.1.0,<26.2.0"},
-     "note": "Network Operator 26.1.x is Deprecated (critical patch releases only) now that 26.4.x is Supported",
-     "source": NETOP_2640,
+    {"id": "network-operator-26.4-deprecated",
+     "when": {"network_operator": ">=26.4.0,<26.5.0"},
+     "note": "Network Operator 26.4.x is Deprecated (critical bug and CVE fixes only) now that 26.7.x is Supported",
+     "source": NETOP_2670,
      "validated_by": NVIDIA},
     {"id": "network-operator-end-of-support",
-     "when": {"network_operator": "<26.1.0"},
-     "note": "Network Operator 25.10.x and lower are End of Support",
-     "source": NETOP_2640,
+     "when": {"network_operator": "<26.2.0"},
+     "note": "Network Operator 26.1.x and lower are End of Support (no more fixes, CVE fixes included), 26.1.x being "
+             "the newest Network Operator line NVIDIA's GPU Operator pages list for GPUDirect RDMA",
+     "source": NETOP_2670,
      "validated_by": NVIDIA},
 )
 
@@ -409,20 +444,24 @@ def _validation(versions, features, good):
     return tuple(out)
 
 
+def level_words(level, who):
+    """A fact's level and who, as preflight prints them: "an NVIDIA recipe (NVIDIA's AI Cluster Runtime recipes), not
+    listed in NVIDIA's support matrix"; "unverified (no fact covers it)"."""
+    if level == UNVERIFIED:
+        return "unverified (%s)" % who
+    text = VALIDATION_LEVELS[level] + ("" if who == "NVIDIA" else " (%s)" % who)
+    return text if level == NVIDIA_MATRIX else text + ", not listed in NVIDIA's support matrix"
+
+
 def validation_line(verdict):
     """Who validated the combination, in one line: its level, then each pair's level, who and rule."""
-    def said(level, who):
-        if level == UNVERIFIED:
-            return "unverified (%s)" % who
-        text = VALIDATION_LEVELS[level] + ("" if who == "NVIDIA" else " (%s)" % who)
-        return text if level == NVIDIA_MATRIX else text + ", not listed in NVIDIA's support matrix"
     if verdict.level != UNVERIFIED:
         overall = "validated by " + VALIDATION_LEVELS[verdict.level]
     elif verdict.status == KNOWN_GOOD:
         overall = "unverified outside this project (only its own rules vouch for part of it)"
     else:
         overall = "unverified"
-    pairs = "; ".join("%s: %s%s" % (pair, said(level, who), " [%s]" % rule if rule else "")
+    pairs = "; ".join("%s: %s%s" % (pair, level_words(level, who), " [%s]" % rule if rule else "")
                       for pair, level, who, rule in verdict.validation)
     return "validation of %s: %s%s" % (verdict.combination, overall, " (%s)" % pairs if pairs else "")
 
