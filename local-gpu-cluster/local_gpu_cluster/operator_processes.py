@@ -244,8 +244,8 @@ def build_for(builds, spec, container):
             continue
         if version and _release(tag) == _release(version):
             return path
-    raise ValueError("no build of the %s for image tag %s (builds: %s)" % (spec.name, tag or "none",
-                                                                        ", ".join(sorted(found)) or "none"))
+    raise ValueError("no build of the %s for image tag %s (builds: %s)"
+                     % (spec.name, tag or "none", ", ".join(sorted(found)) or "none"))
 
 
 def process_of(pod):

@@ -71,21 +71,22 @@ def ticking(clock, step=5.0, gate=None):
 
 @pytest.fixture
 def upgrade_site(direct_site, chart_cache, gpu_operator_chart, network_operator_chart, scheduling_charts):
-    """(runner, api, upgrader, order): the site installed with release 0.2.0's Network Operator 26.4.0 (not a validated
-    pair with GPU Operator v26.7.0 for GPUDirect RDMA: acknowledged), ready to upgrade to the pin 26.4.1."""
+    """(runner, api, upgrader, order): the site installed at the default pair's GPU Operator (v26.7.0) with the older
+    Network Operator patch 26.4.0 (set directly: no fact for that GPUDirect RDMA pair, so the install acknowledges it),
+    ready to upgrade to 26.4.1, the default release pair's (docs/versions.md, "Release pairs")."""
     repos = []
 
     def make(**upgrader_options):
         runner, api, repo = direct_site()
-        newer = chart_cache.get(NETWORK_OPERATOR_CHART, version="26.4.1")
-        both = ChartRepoServer([gpu_operator_chart, network_operator_chart, newer, *scheduling_charts]).start()
+        older = chart_cache.get(NETWORK_OPERATOR_CHART, version="26.4.0")
+        both = ChartRepoServer([gpu_operator_chart, older, network_operator_chart, *scheduling_charts]).start()
         repos.append(both)
         runner.write_vars(**{k: both.url for k, v in runner.group_vars.items() if v == repo.url})
         upgrader = api.add_controller(SimulatedDriverUpgrade(step=5.0, **upgrader_options))
         order = api.add_controller(EventOrder())
         with ticking(api.clock):
-            site = runner.run(playbook=SITE, network_operator_chart_version="26.4.0", gpu_platform_node_pools=POOLS,
-                              gpu_platform_accept_unverified=True,
+            site = runner.run(playbook=SITE, network_operator_chart_version="26.4.0", gpu_platform_accept_unverified=True,
+                              gpu_platform_node_pools=POOLS,
                               gpu_platform_upgrade_poll_interval=1, gpu_platform_upgrade_timeout="3m", **NETWORK)
         assert site.failed == 0, site.failure_messages() or site.debug_text()
         assert {n["metadata"]["labels"].get(STATE) for n in api.store.list("v1", "Node")} == {"upgrade-done"}
