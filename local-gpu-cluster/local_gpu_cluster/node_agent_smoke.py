@@ -131,7 +131,7 @@ class SmokeLogs(Controller):
             driver = self._cluster_policy().get("driver") or {}
             flavour = driver.get("kernelModuleType") or "auto"
             if flavour == "auto":
-                branch = str(self._driver(hardware, ready) or "").split(".")[0]
+                branch = str(self._driver(hardware, ready) or "").split(".", maxsplit=1)[0]
                 flavour = "open" if branch.isdigit() and int(branch) >= 570 else "proprietary"
         else:
             return "no driver is loaded"
