@@ -131,11 +131,11 @@ class SmokeLogs(Controller):
             driver = self._cluster_policy().get("driver") or {}
             flavour = driver.get("kernelModuleType") or "auto"
             if flavour == "auto":
-                branch = str(self._driver(hardware, ready) or "").split(".", maxsplit=1)[0]
+                branch = str(self._driver(hardware, ready) or "").partition(".")[0]
                 flavour = "open" if branch.isdigit() and int(branch) >= 570 else "proprietary"
         else:
             return "no driver is loaded"
-        release = str(hardware.get("kernel") or "").split("-", 1)[0].split(".")
+        release = str(hardware.get("kernel") or "").partition("-")[0].split(".")
         kernel = tuple(int(p) for p in release[:2] if p.isdigit())
         compute = tuple((hardware.get("gpus") or {}).get("compute") or (0, 0))
         if flavour != "open":
