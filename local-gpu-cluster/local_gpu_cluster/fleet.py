@@ -59,8 +59,10 @@ NICS = {
 }
 
 
+# containerd 2.0: what Kubernetes 1.35 node images run (the fleets' v1.35.8), and the runtime both GPU Operator lines are
+# validated on (v26.3.x: containerd 1.7 to 2.2; v26.7.x: 1.8 to 2.3; domain/platform/support.py).
 def hardware(gpu=None, gpus=GPUS_PER_NODE, nic=None, nics=0, os_id="ubuntu", os_version="22.04",
-             os_image="Ubuntu 22.04.5 LTS", kernel="5.15.0-1079-azure", runtime="containerd://1.7.27-1",
+             os_image="Ubuntu 22.04.5 LTS", kernel="5.15.0-1079-azure", runtime="containerd://2.0.5-1",
              driver=None, netdev="ibp%ds0", host=None):
     """One node's declared hardware (what the node agents read). ``host``: the host state the host preflight's probe
     reads beyond what the rest implies (local_gpu_cluster/node_agent_probe.py): ``files`` ({host path: text}, added or
@@ -119,7 +121,7 @@ def _aks(driver=False, series="nd"):
 
 def _baremetal(driver=False):
     host = dict(kernel="6.8.0-60-generic", os_version="24.04", os_image="Ubuntu 24.04.2 LTS",
-                runtime="containerd://1.7.27")
+                runtime="containerd://2.0.5")
     # what host_driver leaves on a host (inventories/baremetal: gpu_platform_driver_branch "580"), built without RDMA
     # (the inventory's gpu_platform_gpudirect_rdma: false)
     host_driver = {"version": "580.126.20", "installed_by": "host", "open": True} if driver else None
@@ -132,7 +134,7 @@ def _baremetal(driver=False):
 
 def _mixed():
     host = dict(kernel="6.8.0-1021-azure", os_version="24.04", os_image="Ubuntu 24.04.2 LTS",
-                runtime="containerd://1.7.27")
+                runtime="containerd://2.0.5")
     pool = {"node-role.kubernetes.io/gpu": ""}
     nic = dict(nics=1, netdev="ibs1f%d", **host)
     return {
