@@ -294,3 +294,33 @@ def test_every_example_passes_on_the_fake_cluster(cluster):
         failed, result = run_module("gpu_driver_upgrade", dict(args, kubeconfig=api.kubeconfig))
         assert not failed and result["done"], (args, result)
         assert {n["name"] for n in result["nodes"]} == {"gpu-node-1", "gpu-node-2"}
+
+
+def test_without_a_pinned_version_the_clusterpolicys_is_waited_for_until_the_operator_rolls_it(fake_api_factory):
+    """Right after a chart upgrade with the chart's default driver (no expected_driver_version), the ClusterPolicy
+    asks for the new driver while the operator has not yet rolled its DaemonSet: every node still reads upgrade-done
+    on the old one. That is not done: the version the ClusterPolicy names is waited for, and a template that never
+    moves is named after stuck_timeout."""
+    operator = SimulatedGpuOperator()
+    api = fake_api_factory(clock=FakeClock(), controllers=[operator] + default_controllers())
+    for i in range(2):
+        api.store.create(gpu_node("gpu-%02d" % i))
+    api.store.create({"apiVersion": "apps/v1", "kind": "Deployment",
+                      "metadata": {"name": "gpu-operator", "namespace": NS, "labels": {"app": "gpu-operator"}},
+                      "spec": {"selector": {"matchLabels": {"app": "gpu-operator"}},
+                               "template": {"metadata": {"labels": {"app": "gpu-operator"}},
+                                            "spec": {"containers": [{"name": "op", "image": "op:v26.7.0"}]}}}})
+    api.store.create({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
+                      "spec": {"driver": {"enabled": True, "version": OLD, "upgradePolicy": policy()}}})
+    api.store.set_labels("v1", "Node", "gpu-00", {STATE: "upgrade-done"})
+    api.store.set_labels("v1", "Node", "gpu-01", {STATE: "upgrade-done"})
+    api.remove_controller(operator)  # the operator is slow to see the change: its DaemonSet stays the old release's
+    set_version(api, NEW)
+    kube = KubeClient(kubeconfig=api.kubeconfig)
+    assert NEW not in api.store.get("apps/v1", "DaemonSet", DS, NS)["spec"]["template"]["spec"]["containers"][0]["image"]
+    once = follow(api, kube, wait=False)
+    assert once["done"] is False and once["pending"] == ["gpu-00", "gpu-01"], once
+    with pytest.raises(GpuPlatformError) as err:
+        follow(api, kube, stuck_timeout="60s")
+    assert "the ClusterPolicy asks for driver %s but the driver DaemonSet's template still runs %s after 60s" % (
+        NEW, OLD) in err.value.msg

@@ -55,6 +55,7 @@ class Reader:
 
     def __init__(self, kube, opts):
         self.kube, self.opts = kube, opts
+        self.policy_driver_version = ""  # what the ClusterPolicy asks for (policy())
 
     def policy(self):
         if not self.kube.serves("nvidia.com/v1", "ClusterPolicy"):
@@ -64,8 +65,10 @@ class Reader:
         if not policies:
             raise GpuPlatformError("no ClusterPolicy exists: the GPU Operator has nothing to upgrade. Fix: install "
                                    "the GPU Operator layer (playbooks/gpu_operator.yml) first")
-        spec = ((policies[0].get("spec") or {}).get("driver") or {}).get("upgradePolicy") or {}
-        return spec
+        driver = (policies[0].get("spec") or {}).get("driver") or {}
+        self.policy_driver_version = str(driver.get("version") or "") if driver.get("enabled", True) is not False \
+            and not driver.get("useNvidiaDriverCRD") else ""
+        return driver.get("upgradePolicy") or {}
 
     def nodes(self):
         opts = self.opts
@@ -119,6 +122,12 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=None):
     reader = Reader(kube_factory(), opts)
     policy = reader.policy()
     auto = policy.get("autoUpgrade", False) is True  # the custom resource's default is false
+    # Without a pinned version (the chart's default driver), the version the ClusterPolicy asks for is the one to
+    # reach: right after a chart upgrade the operator may not have rolled its DaemonSet yet, and the nodes still read
+    # upgrade-done on the old driver. That version is waited for, not refused, until stuck_timeout.
+    derived = not opts["expected_version"] and domain.is_driver_version(reader.policy_driver_version)
+    if derived:
+        opts = dict(opts, expected_version=reader.policy_driver_version)
     views, daemonsets = reader.read()
     names = [v["name"] for v in views]
     start = clock.time()
@@ -138,7 +147,14 @@ def run(params, kube_factory, check_mode=False, clock=None, interval=None):
         if verdict["failed"]:
             raise GpuPlatformError(upgrade_state.failed_message(views, opts["namespace"]), **result)
         templates = sorted({ds["version"] for ds in verdict["daemonsets"] if ds["version"]})
-        if opts["expected_version"] and templates and opts["expected_version"] not in templates:
+        rolled = not (opts["expected_version"] and templates and opts["expected_version"] not in templates)
+        if not rolled and derived and now - start >= opts["stuck_timeout"]:
+            raise GpuPlatformError(
+                "the ClusterPolicy asks for driver %s but the driver DaemonSet's template still runs %s after %ds: "
+                "the GPU Operator has not rolled it. Fix: look at the operator's log (kubectl -n %s logs "
+                "deploy/gpu-operator)" % (opts["expected_version"], ", ".join(templates), opts["stuck_timeout"],
+                                          opts["namespace"]), **result)
+        if not rolled and not derived:
             raise GpuPlatformError(
                 "expected_driver_version is %s but the driver DaemonSet's template runs %s: the ClusterPolicy was not "
                 "changed to that version. Fix: set gpu_platform_driver_version to %s (and re-run the GPU Operator "

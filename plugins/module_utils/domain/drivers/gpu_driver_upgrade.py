@@ -141,6 +141,11 @@ def max_in_parallel(policy, gpu_nodes):
 # -- the module's inputs ----------------------------------------------------------------------------------------
 
 
+def is_driver_version(text):
+    """True for a full driver version (what a ClusterPolicy's driver.version names), False for anything else."""
+    return version_parse.is_full_driver_version(str(text or "").strip())
+
+
 def check_version(field, value):
     if value in (None, ""):
         return ""
