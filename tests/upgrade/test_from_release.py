@@ -25,6 +25,7 @@ from local_gpu_cluster.charts import helm_env
 from local_gpu_cluster.testing import ROOT, RUN_USER, fleet_cluster
 from tests.playbooks.conftest import PlayResult, site_env
 from tests.upgrade import release as release_checkout
+from tests.upgrade.release import RELEASE
 
 pytestmark = [pytest.mark.slow, pytest.mark.upgrade]
 
@@ -112,6 +113,11 @@ def test_release_020_upgrades_to_todays_stack_in_the_documented_order(upgrade_cl
     cluster = upgrade_cluster
     runs = Runs(cluster, release, tmp_path)
     installed = runs.run("site.yml", *CHOICES, old=True)
+    if installed.failed:
+        # release 0.2.0's own run, the scenario's set-up (not what is tested): it may meet Kueue's webhook before its
+        # endpoints are there under load, and then stops, as its users saw; as they would, run it again, once
+        print("release %s's site.yml failed once (%s); run again" % (RELEASE, installed.failure_messages()[-1:]))
+        installed = runs.run("site.yml", *CHOICES, old=True)
     assert installed.failed == 0, installed.failure_details() or installed.debug_text()
     assert {name: chart for name, chart in _charts(runs).items() if name in OLD} == OLD
     assert _policy_state(runs) == "ready"
