@@ -20,6 +20,7 @@ import pytest
 from kubernetes import config, dynamic
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 
+from local_gpu_cluster import pins
 from local_gpu_cluster.audit import describe
 from local_gpu_cluster.charts import helm_env
 from local_gpu_cluster.fleet import declared_hardware
@@ -35,6 +36,7 @@ OUR_NAMESPACES = ("gpu-operator", "nvidia-network-operator", "volcano-system", "
 # The upgrade here is a new driver for the GPU Operator at the same chart pins (another 595 release than the chart's
 # default 595.91.07); the upgrade from release 0.2.0's charts is tests/upgrade's.
 NEW_DRIVER = "595.100.05"
+GPU_OPERATOR_PIN = pins.role_defaults("gpu_operator", ROOT)["gpu_operator_chart_version"]
 UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
 FOLLOW = "Until every GPU node is upgrade-done (stops naming a failed or stuck node)"
 NETWORK_RELEASE = "Release the Network Operator, pinned (its NFD off while the GPU Operator runs one)"
@@ -173,19 +175,19 @@ def test_site_converges_on_the_real_api_server_then_changes_nothing(site):
         assert operands[name]["status"]["desiredNumberScheduled"] > 0, name
         assert any(key.startswith("nvidia.com/gpu.deploy.") for key in
                    operands[name]["spec"]["template"]["spec"].get("nodeSelector") or {}), name
-    # status.state is the real operator's (v26.3.3, built from its pinned source): its field manager wrote the status
+    # status.state is the real operator's (the pin, built from its source): its field manager wrote the status
     managers = {(m["manager"], m.get("subresource")) for m in policy["metadata"]["managedFields"]}
     assert ("gpu-operator", "status") in managers, managers
-    # the NicClusterPolicy's too: the real Network Operator v26.4.0 wrote its state, component by component
+    # the NicClusterPolicy's too: the real Network Operator (the pin) wrote its state, component by component
     (nic,) = site.list("mellanox.com/v1alpha1", "NicClusterPolicy")
     assert nic["status"]["state"] == "ready" and nic["status"].get("appliedStates"), nic["status"]
     assert ("network-operator", "status") in {(m["manager"], m.get("subresource"))
                                               for m in nic["metadata"]["managedFields"]}
-    # helm installed the real chart (packaged from the v26.3.3 source), with the ClusterPolicy its templates made
+    # helm installed the real chart (packaged from the pinned source), with the ClusterPolicy its templates made
     manifest = subprocess.run([str(ROOT / "tools" / "bin" / "helm"), "get", "manifest", "gpu-operator", "-n",
                                "gpu-operator", "--kubeconfig", site.cluster.kubeconfig], capture_output=True, text=True,
                               check=True).stdout
-    assert "kind: ClusterPolicy" in manifest and "helm.sh/chart: gpu-operator-v26.3.3" in manifest
+    assert "kind: ClusterPolicy" in manifest and "helm.sh/chart: gpu-operator-%s" % GPU_OPERATOR_PIN in manifest
     pods = site.list("v1", "Pod", "gpu-operator")
     assert pods and all(p["spec"].get("nodeName") for p in pods), "every operand pod bound by the real scheduler"
     nodes = {n["metadata"]["name"]: n for n in site.list("v1", "Node")}
@@ -527,7 +529,7 @@ def test_kai_binds_a_gang_only_once_all_its_members_exist_and_holds_one_over_the
 
 
 def test_a_compute_domain_gets_its_channel_template_and_daemon_set_from_the_real_controller(site):
-    """The DRA driver's real compute-domain controller v25.12.0: a ComputeDomain gets the ResourceClaimTemplate its
+    """The DRA driver's real compute-domain controller (the pin, 0.4.1): a ComputeDomain gets the ResourceClaimTemplate its
     spec names, in its namespace, and its IMEX daemons' DaemonSet (selecting the nodes the domain's pods will be
     placed on) in the driver's namespace, from its own templates; both go when the domain is deleted. The daemons
     themselves need NVLink hardware (none here: the DaemonSet selects no node)."""
