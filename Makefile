@@ -196,7 +196,7 @@ molecule-kind: setup
 # are the ones pytest-cluster runs on the same inventory, and pytest-cluster runs its verify.yml too.
 TEST_STEPS := setup shared-check system-deps cluster-build flux-build operators-build previous-release-build
 TEST_STEPS_BESIDE := lint sanity pytest-fast gitops-test gitops-test-aks demo demo-fresh-clone checkov package \
-	ee-introspect ee-requirements requirement-floors upgrade-test
+	ee-introspect ee-requirements requirement-floors
 TEST_LANE := pytest-cluster molecule-hosts
 TIMED = t0=$$(date +%s); rc=0; $(MAKE) --no-print-directory $$step || rc=$$?; \
 	  printf '%-18s %5ds%s\n' "$$step" $$(( $$(date +%s) - t0 )) "$$suffix" >> $(BUILD)/test-times.txt
