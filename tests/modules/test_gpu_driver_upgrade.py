@@ -30,6 +30,15 @@ def policy(**over):
     return out
 
 
+def operator_deployment():
+    """The GPU Operator's Deployment, which the simulated operator keys its operands on."""
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "gpu-operator", "namespace": NS, "labels": {"app": "gpu-operator"}},
+            "spec": {"selector": {"matchLabels": {"app": "gpu-operator"}},
+                     "template": {"metadata": {"labels": {"app": "gpu-operator"}},
+                                  "spec": {"containers": [{"name": "op", "image": "op:v26.7.0"}]}}}}
+
+
 @pytest.fixture
 def cluster(fake_api_factory):
     """make(count, step, upgrader=True|False, **controller options) -> (api, kube, upgrader)."""
@@ -39,11 +48,7 @@ def cluster(fake_api_factory):
                                + ([controller] if controller else []) + default_controllers())
         for i in range(count):
             api.store.create(gpu_node("gpu-%02d" % i))
-        api.store.create({"apiVersion": "apps/v1", "kind": "Deployment",
-                          "metadata": {"name": "gpu-operator", "namespace": NS, "labels": {"app": "gpu-operator"}},
-                          "spec": {"selector": {"matchLabels": {"app": "gpu-operator"}},
-                                   "template": {"metadata": {"labels": {"app": "gpu-operator"}},
-                                                "spec": {"containers": [{"name": "op", "image": "op:v26.7.0"}]}}}})
+        api.store.create(operator_deployment())
         api.store.create({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
                           "spec": {"driver": {"enabled": True, "version": OLD,
                                               "upgradePolicy": upgrade_policy or policy()}}})
@@ -305,11 +310,7 @@ def test_without_a_pinned_version_the_clusterpolicys_is_waited_for_until_the_ope
     api = fake_api_factory(clock=FakeClock(), controllers=[operator] + default_controllers())
     for i in range(2):
         api.store.create(gpu_node("gpu-%02d" % i))
-    api.store.create({"apiVersion": "apps/v1", "kind": "Deployment",
-                      "metadata": {"name": "gpu-operator", "namespace": NS, "labels": {"app": "gpu-operator"}},
-                      "spec": {"selector": {"matchLabels": {"app": "gpu-operator"}},
-                               "template": {"metadata": {"labels": {"app": "gpu-operator"}},
-                                            "spec": {"containers": [{"name": "op", "image": "op:v26.7.0"}]}}}})
+    api.store.create(operator_deployment())
     api.store.create({"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "cluster-policy"},
                       "spec": {"driver": {"enabled": True, "version": OLD, "upgradePolicy": policy()}}})
     api.store.set_labels("v1", "Node", "gpu-00", {STATE: "upgrade-done"})
