@@ -318,7 +318,8 @@ def test_dmabuf_renders_the_operator_without_peermem_and_with_the_open_modules(r
     ({"gpu_operator_extra_values": {"driver": {"kernelModuleType": "proprietary"}}},
      "every GPU node: the proprietary kernel module (driver.kernelModuleType=proprietary) - fix: set "
      "driver.kernelModuleType: open in gpu_operator_extra_values"),
-    ({"gpu_platform_driver_version": "535.288.01"},
+    # 535 is not a driver GPU Operator v26.7.0 is known with: accepting that lets the DMA-BUF check speak
+    ({"gpu_platform_driver_version": "535.288.01", "gpu_platform_accept_unverified": True},
      "the proprietary kernel module (driver.kernelModuleType=auto with driver 535.288.01 (before R570))"),
 ], ids=["cloud-driver", "operator-proprietary", "operator-535"])
 def test_dmabuf_that_cannot_work_stops_the_run_before_anything_is_written(render_site, over, words):

@@ -12,9 +12,14 @@ from __future__ import annotations
 # The CRDs each chart installs (helm never deletes a chart's CRDs), with their custom resource kinds:
 # name -> (apiVersion served by the pinned chart version, kind).
 CHART_CRDS = {
+    # v26.7.0's crds/ adds the experimental GPUCluster (its upgrade-crd hook applies it too) and the DRA driver's
+    # ComputeDomain CRDs; a CRD that the cluster does not serve is skipped (v26.3.3's chart has only the first two).
     "gpu-operator": {
         "clusterpolicies.nvidia.com": ("nvidia.com/v1", "ClusterPolicy"),
         "nvidiadrivers.nvidia.com": ("nvidia.com/v1alpha1", "NVIDIADriver"),
+        "gpuclusters.nvidia.com": ("nvidia.com/v1alpha1", "GPUCluster"),
+        "computedomains.resource.nvidia.com": ("resource.nvidia.com/v1beta1", "ComputeDomain"),
+        "computedomaincliques.resource.nvidia.com": ("resource.nvidia.com/v1beta1", "ComputeDomainClique"),
     },
     # Node Feature Discovery, a subchart of both operators (the platform runs one of the two).
     "node-feature-discovery": {
