@@ -1,7 +1,8 @@
 """``python -m local_gpu_cluster build|up|down|status|fault|kubeconfig``: see the package README (``local-gpu-cluster/README.md``).
 
 Settings (environment): ``CLUSTER_DIR`` (state, default ``build/cluster``), ``CLUSTER_PROFILE`` (the fleet:
-``fleet.PROFILES``, default ``mixed``), ``CLUSTER_GPU_NODES`` (default 4), ``CLUSTER_BARE=1`` (``up --bare``),
+``fleet.PROFILES``, default ``mixed``), ``CLUSTER_GPU_NODES`` (default 4), ``CLUSTER_SYSTEM_TAINT=1`` (the system node
+tainted ``CriticalAddonsOnly=true:NoSchedule``, as a dedicated AKS system pool), ``CLUSTER_BARE=1`` (``up --bare``),
 ``CLUSTER_GITOPS=1`` (``build --gitops``, ``up --gitops``: the Flux controllers and a git server too;
 ``build --operators [NAME...]``: the operators from their pinned sources, with their charts),
 ``CLUSTER_PORT_<COMPONENT>`` (a fixed port instead of a free one), ``CLUSTER_START_TIMEOUT`` (seconds per component, default 120), ``GPU_PLATFORM_CACHE``.
@@ -102,7 +103,7 @@ def _ready(node):
 
 
 def add_fleet(api, count, timeout, profile=DEFAULT_PROFILE):
-    nodes = fleet(count, profile)
+    nodes = fleet(count, profile, system_taint=os.environ.get("CLUSTER_SYSTEM_TAINT") == "1")
     for node in nodes:
         code, body = api.request("POST", "/api/v1/nodes", node)
         if code not in (201, 409):

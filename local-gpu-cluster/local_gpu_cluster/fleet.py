@@ -24,8 +24,11 @@ container runtime; a driver the provider installed), which the node agents (``lo
 * ``labelled``: the ``mixed`` pools as NFD, GPU Feature Discovery and the device plugins would have left them
   (labels and allocatable set at creation, the hosts' driver declared), for trying a layer on its own.
 
-Every node carries KWOK's management annotation and no taint, so the real scheduler places pods on them and KWOK
-plays their kubelet: pods go Running/Ready, pods of Jobs (and bare ``restartPolicy: Never`` pods, as a smoke
+Taints as providers hand the pools over: the AKS GPU pools carry the taint AKS recommends for them
+(``sku=gpu:NoSchedule``, ``az aks nodepool add --node-taints``), the bare-metal GPU hosts ``nvidia.com/gpu:NoSchedule``
+as DGX clusters commonly do; ``CLUSTER_SYSTEM_TAINT=1`` gives the system node AKS's ``CriticalAddonsOnly=true:NoSchedule``
+of a dedicated system pool. The ``mixed`` pools (the default) and the rest stay untainted, so both paths are proven.
+Every node carries KWOK's management annotation, so the real scheduler places pods on them and KWOK plays their kubelet: pods go Running/Ready, pods of Jobs (and bare ``restartPolicy: Never`` pods, as a smoke
 test's ``nvidia-smi`` pod) complete, and their logs come from files under ``<state>/pod-logs``.
 """
 
@@ -41,6 +44,9 @@ GPUS_PER_NODE = 8
 RDMA_RESOURCE = "rdma/shared_ib"  # the RDMA shared device plugin resource nic_cluster_policy names by default
 RDMA_SHARED = 63
 KUBELET_LABELS = ("kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch")
+AKS_GPU_TAINT = {"key": "sku", "value": "gpu", "effect": "NoSchedule"}
+DGX_GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+SYSTEM_POOL_TAINT = {"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}
 
 # GPU models: (GFD's product label, memory MiB as nvidia-smi reports it, GFD family, PCI device id, MIG capable,
 # CUDA compute capability). Memory: the A100 80GB's 81920 MiB; the H100's 81559 MiB is what the real H100 80GB HBM3
@@ -116,6 +122,7 @@ def _aks(driver=False, series="nd"):
                    hardware(**aks_hw)),
         "first": 0,  # a scale set's instances count from 0
         "gpu_pools": [pool],
+        "gpu_taints": [AKS_GPU_TAINT],
     }
 
 
@@ -129,6 +136,7 @@ def _baremetal(driver=False):
         "system": ("cpu-01", {}, hardware(**host)),
         "gpu_pools": [("dgx-a100-%02d", {}, hardware("a100", nic="cx6-ib", nics=8, driver=host_driver, **host)),
                       ("dgx-h100-%02d", {}, hardware("h100", nic="cx7-ib", nics=8, driver=host_driver, **host))],
+        "gpu_taints": [DGX_GPU_TAINT],
     }
 
 
@@ -200,7 +208,7 @@ def labelled_state(declared):
     return labels, allocatable
 
 
-def _node(name, labels, declared, allocatable=None):
+def _node(name, labels, declared, allocatable=None, taints=()):
     base = {"cpu": "96", "memory": "1024Gi", "pods": "110", "ephemeral-storage": "1Ti"}
     base.update(allocatable or {})
     kubelet = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
@@ -210,21 +218,22 @@ def _node(name, labels, declared, allocatable=None):
                          "annotations": dict(KWOK_ANNOTATION, **{HARDWARE_ANNOTATION: json.dumps(declared,
                                                                                                  sort_keys=True)}),
                          "labels": dict(kubelet, **labels)},
-            "spec": {},
+            "spec": {"taints": [dict(t) for t in taints]} if taints else {},
             "status": {"capacity": dict(base), "allocatable": dict(base),
                        "nodeInfo": {"kernelVersion": declared["kernel"], "osImage": declared["os"]["image"],
                                     "containerRuntimeVersion": declared["runtime"],
                                     "operatingSystem": "linux", "architecture": "amd64"}}}
 
 
-def fleet(count, profile=DEFAULT_PROFILE):
-    """The profile's system node, then ``count`` GPU nodes cycling through its GPU pools."""
+def fleet(count, profile=DEFAULT_PROFILE, system_taint=False):
+    """The profile's system node, then ``count`` GPU nodes cycling through its GPU pools (each with the profile's
+    ``gpu_taints``); ``system_taint`` puts AKS's dedicated-system-pool taint on the system node."""
     if profile not in PROFILES:
         raise ValueError("CLUSTER_PROFILE=%r is not a fleet profile; choose one of %s"
                          % (profile, ", ".join(profile_names())))
     layout = PROFILES[profile]()
     name, labels, declared = layout["system"]
-    nodes = [_node(name, labels, declared)]
+    nodes = [_node(name, labels, declared, taints=[SYSTEM_POOL_TAINT] if system_taint else ())]
     pools = layout["gpu_pools"]
     numbered = {}  # name pattern -> nodes named with it so far (pools that share a pattern number on together)
     for index in range(count):
@@ -232,7 +241,7 @@ def fleet(count, profile=DEFAULT_PROFILE):
         node_name = pattern % (numbered.get(pattern, 0) + layout.get("first", 1))
         numbered[pattern] = numbered.get(pattern, 0) + 1
         extra, allocatable = labelled_state(declared) if profile == "labelled" else ({}, {})
-        nodes.append(_node(node_name, dict(labels, **extra), declared, allocatable))
+        nodes.append(_node(node_name, dict(labels, **extra), declared, allocatable, layout.get("gpu_taints", ())))
     return nodes
 
 

@@ -2,7 +2,7 @@
 # Copyright: gpu_platform.cluster contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Platform-wide filters; the logic is in module_utils/domain (platform/versions.py, platform/support.py,
-platform/settings.py, gitops/gitops_bundle.py, core/images.py, nodes/node_labels.py)."""
+platform/settings.py, gitops/gitops_bundle.py, core/images.py, nodes/node_labels.py, operators/placement.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import yaml
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.gitops import gitops_bundle as bundle
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import images
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import node_labels
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import placement
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import (
     settings as platform_settings, support as platform_support, versions)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import GpuPlatformError
@@ -99,6 +100,18 @@ def node_label_patches(bundle_dir):
     return node_labels.from_patch_lists(_read_patch_files(bundle_dir))
 
 
+@user_errors
+def placement_values(settings, chart):
+    """The values of ``chart`` that place its pods as ``settings`` (gpu_platform_placement) asks; {} for nothing."""
+    return placement.chart_values(chart, settings)
+
+
+@user_errors
+def taint_check(nodes, settings):
+    """Preflight's lines on the nodes' taints against ``settings`` (gpu_platform_placement); [] when nothing stops."""
+    return placement.taint_verdict(nodes, settings)
+
+
 class FilterModule:
     """Platform filters."""
 
@@ -107,4 +120,5 @@ class FilterModule:
                 "gitops_layout": gitops_layout, "image_mirror": image_mirror,
                 "chart_image_mirrors": chart_image_mirrors, "node_label_patches": node_label_patches,
                 "platform_check": platform_check, "platform_support_check": platform_support_check,
-                "kubernetes_floor": kubernetes_floor}
+                "kubernetes_floor": kubernetes_floor, "placement_values": placement_values,
+                "taint_check": taint_check}

@@ -143,6 +143,14 @@ options:
       - Unset, the nodes Node Feature Discovery labels C(feature.node.kubernetes.io/pci-15b3.present=true) (an NVIDIA
         network adapter), so they stay off CPU and system nodes. C({}) means every node.
     type: dict
+  tolerations:
+    description:
+      - >-
+        Tolerations of the GPU pools' own taints (e.g. C({key: sku, operator: Equal, value: gpu, effect: NoSchedule})):
+        the policy's pods (C(spec.tolerations)) then tolerate these and C(nvidia.com/gpu)'s taint. Unset or empty, the
+        policy carries no tolerations of its own. The network_operator role passes C(gpu_platform_gpu_tolerations).
+    type: list
+    elements: dict
   driver_upgrade_policy:
     description:
       - The DOCA driver container's upgrade policy (C(ofedDriver.upgradePolicy)); keys left out keep the safe
@@ -316,6 +324,7 @@ ARGUMENT_SPEC = shared.combine(
     # Names of Secrets, not secrets: no_log would hide them from the result for nothing.
     image_pull_secrets={"type": "list", "elements": "str", "default": [], "no_log": False},
     node_affinity={"type": "dict"},
+    tolerations={"type": "list", "elements": "dict"},
     driver_upgrade_policy={"type": "dict"},
     render_ipam_to={"type": "path"},
     state={"type": "str", "choices": ["present", "absent"], "default": "present"},

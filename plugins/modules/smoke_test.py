@@ -130,6 +130,14 @@ options:
       - V(allocatable) checks the nodes with these labels (all nodes when unset).
       - V(cuda) runs its pod on a node with these labels, for example the nodes of one sharing pool.
     type: dict
+  tolerations:
+    description:
+      - >-
+        Tolerations the check's pods get besides C(nvidia.com/gpu)'s, for the GPU pools' own taints (e.g.
+        C({key: sku, operator: Equal, value: gpu, effect: NoSchedule}) on AKS). The roles pass
+        C(gpu_platform_gpu_tolerations).
+    type: list
+    elements: dict
   expected_per_gpu:
     description:
       - >-
@@ -319,6 +327,7 @@ ARGUMENT_SPEC = shared.combine(
     network={"type": "raw"},
     min_busbw_gbps={"type": "float", "default": 10},
     node_selector={"type": "dict"},
+    tolerations={"type": "list", "elements": "dict"},
     expected_per_gpu={"type": "dict"},
     mig_layout={"type": "str"},
     mig_config={"type": "dict"},

@@ -31,6 +31,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.smoke 
     smoke_objects)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import objects as objects_domain
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import taints
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError, ToolError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows import manifests
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.workflows.smoke_test_allocatable import (
@@ -97,8 +98,9 @@ def build(params):
     if check not in CHECKS:
         raise ParamError("check", "%r is not a smoke test" % (check,), "use one of: %s" % ", ".join(CHECKS))
     secrets = validate.secret_names("image_pull_secrets", params.get("image_pull_secrets"))
+    tolerations = taints.tolerations("tolerations", params.get("tolerations"))
     try:
-        return objects_domain.with_pull_secrets(_objects(params), secrets)
+        return objects_domain.with_tolerations(objects_domain.with_pull_secrets(_objects(params), secrets), tolerations)
     except ParamError as exc:
         option = OPTION_NAMES.get(exc.field)
         if option is None:

@@ -107,6 +107,16 @@ def _pod_specs(obj):
     return [task.setdefault("template", {}).setdefault("spec", {}) for task in spec.get("tasks") or []]
 
 
+def with_tolerations(objs, tolerations):
+    """``objs`` (new dicts) whose pods also tolerate ``tolerations`` (each added once); unchanged without any."""
+    out = copy.deepcopy(list(objs))
+    for obj in out:
+        for spec in _pod_specs(obj) if tolerations else ():
+            have = spec.setdefault("tolerations", [])
+            have.extend(dict(item) for item in tolerations if item not in have)
+    return out
+
+
 def with_pull_secrets(objs, names):
     """``objs`` (new dicts) whose pods pull with the image pull Secrets ``names``; unchanged without names."""
     out = copy.deepcopy(list(objs))

@@ -20,6 +20,7 @@ the catalog's order. A healthy platform gives []. The evidence (every key option
 from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.diagnose import catalog
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import taints
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 FIELD = "evidence"
@@ -91,17 +92,6 @@ def _from_pods(pods, operator_ns):
                         pod.get("namespace"), pod["name"], container.get("name"), container.get("restarts", "?"))
 
 
-def _tolerated(taint, tolerations):
-    for toleration in tolerations or []:
-        if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
-            continue
-        if toleration.get("operator") == "Exists" and toleration.get("key") in (None, "", taint.get("key")):
-            return True
-        if toleration.get("key") == taint.get("key") and toleration.get("value", "") == taint.get("value", ""):
-            return True
-    return False
-
-
 def _is_gpu_node(node):
     labels = node.get("labels") or {}
     gpus = _int((node.get("capacity") or {}).get(GPU)) or 0
@@ -130,8 +120,7 @@ def _from_nodes(nodes, daemonsets, operator_ns):
                     resource, capacity.get(resource, "-"), allocatable.get(resource, "-"))
         if node in gpu_nodes:
             for ds in short:
-                taint = next((t for t in node.get("taints") or [] if t.get("effect") in ("NoSchedule", "NoExecute")
-                              and not _tolerated(t, ds.get("tolerations"))), None)
+                taint = next(iter(taints.blocking(node.get("taints"), ds.get("tolerations"))), None)
                 if taint:
                     yield "operands-blocked-by-taint", name, "taint %s=%s:%s, and DaemonSet %s/%s desires %s pods for " \
                         "%d GPU nodes" % (taint.get("key"), taint.get("value", ""), taint.get("effect"),

@@ -188,6 +188,8 @@ class NicPolicyRequest:
     # Names of image pull Secrets (in the operator's namespace) every component pulls with.
     pull_secrets: tuple = field(default=())
     node_affinity: dict = field(default_factory=lambda: copy.deepcopy(DEFAULT_NODE_AFFINITY))
+    # The policy's pods' tolerations besides nvidia.com/gpu's (the GPU pools' own taints); none: the operator's own.
+    tolerations: tuple = ()
     upgrade_policy: dict = field(default_factory=lambda: copy.deepcopy(UPGRADE_POLICY_DEFAULTS))
     # RDMA NICs one pod claims: the count of rdma/<resource> in sriov, 1 in the shared modes. None only when the
     # request removes the objects (state absent) and nothing says how many.

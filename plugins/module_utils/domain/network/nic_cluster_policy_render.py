@@ -19,6 +19,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.networ
     IPPOOL_API, NETWORKS_ANNOTATION, NV_IPAM, POLICY_API, POLICY_NAME, RESOURCE_PREFIX, SHARED_MODES,
     SRIOV, WHEREABOUTS)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core.names import MANAGED_BY
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import taints
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 # The example pod's image: the DOCA full runtime image (RDMA user space, Ubuntu based), public on
@@ -75,6 +76,8 @@ def render_policy(request):
     spec = {}
     if request.node_affinity:
         spec["nodeAffinity"] = copy.deepcopy(request.node_affinity)
+    if request.tolerations:
+        spec["tolerations"] = taints.gpu_pod_tolerations(list(request.tolerations))
     if request.ofed_driver:
         spec["ofedDriver"] = dict(_image(request, "ofedDriver"), upgradePolicy=copy.deepcopy(request.upgrade_policy))
     if request.mode in SHARED_MODES:

@@ -26,6 +26,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.networ
     LINK_TYPES, MODES, NV_IPAM, NV_IPAM_BLOCK_DEFAULT, NV_IPAM_BLOCK_MIN, RDMA_HCA_MAX_DEFAULT, RDMA_HCA_MAX_RANGE,
     RESOURCE_PREFIX, SHARED_MODES, SRIOV, UPGRADE_POLICY_DEFAULTS, UPGRADE_POLICY_KINDS, WHEREABOUTS,
     NicPolicyRequest, known_versions)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import taints
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 HEX4 = re.compile(r"^[0-9a-fA-F]{4}$")
@@ -361,6 +362,7 @@ def build_request(params):
     mirrors = found.check(lambda: image_mirrors.check_mirrors(params.get("image_mirrors"), "image_mirrors"))
     secrets = found.check(lambda: validate.secret_names("image_pull_secrets", params.get("image_pull_secrets")))
     affinity = found.check(lambda: _node_affinity(params.get("node_affinity")))
+    tolerations = found.check(lambda: tuple(taints.tolerations("tolerations", params.get("tolerations"))))
     policy = found.check(lambda: _upgrade_policy(params.get("driver_upgrade_policy"), ofed))
     found.raise_any()
     warnings = []
@@ -373,4 +375,4 @@ def build_request(params):
         rdma_hca_max=rdma_hca_max, resource_name=resource_name, network_name=network_name,
         network_namespace=network_namespace, master=master, nv_ipam_pool=pool, nv_ipam_block_size=block,
         operator_namespace=operator_namespace, warnings=tuple(warnings), mirrors=tuple(sorted(mirrors.items())), pull_secrets=secrets,
-        node_affinity=affinity, upgrade_policy=policy, nics_per_pod=nics, node_type=node_type)
+        node_affinity=affinity, tolerations=tolerations, upgrade_policy=policy, nics_per_pod=nics, node_type=node_type)

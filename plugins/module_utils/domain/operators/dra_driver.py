@@ -69,6 +69,8 @@ import re
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import (
     images, objects, validate, version_parse)
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm.helm_pinned_release import deep_merge
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import placement
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import versions
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core.names import MANAGED_BY
@@ -313,7 +315,7 @@ def values(settings):
         out["imagePullSecrets"] = [{"name": name} for name in secrets]
     mirrors = images.check_mirrors(settings.get("image_mirrors"), FIELDS["image_mirrors"])
     out.update(images.chart_values(CHART, mirrors))
-    return out
+    return deep_merge(out, placement.chart_values(CHART, settings.get("placement")))
 
 
 def node_labels(gpus_enabled=True):

@@ -20,6 +20,7 @@ from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.driver
     gpu_driver_upgrade)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import images, validate, version_parse
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm.helm_pinned_release import deep_merge
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import placement
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 MIG_STRATEGIES = ("none", "single", "mixed")
@@ -145,6 +146,7 @@ def build_values(settings):
             values.setdefault(component, {})["imagePullSecrets"] = list(names)
     values = deep_merge(values, images.chart_values("gpu-operator", images.check_mirrors(
         settings.get("image_mirrors"), "gpu_operator_image_mirrors")))
+    values = deep_merge(values, placement.chart_values("gpu-operator", settings.get("placement")))
     extra = settings.get("extra_values") or {}
     if not isinstance(extra, dict):
         raise ParamError("gpu_operator_extra_values", "must be a dictionary of chart values",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import images
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm.helm_pinned_release import deep_merge
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import placement
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 CHART = "network-operator"
@@ -37,4 +38,5 @@ def build_values(settings):
               "maintenanceOperator": {"enabled": False}}
     values = deep_merge(values, images.chart_values(CHART, images.check_mirrors(
         settings.get("image_mirrors"), "network_operator_image_mirrors")))
+    values = deep_merge(values, placement.chart_values(CHART, settings.get("placement")))
     return deep_merge(values, extra)

@@ -22,13 +22,11 @@ import dataclasses
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.mig import fit as mig_fit
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import taints
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 FLAVORS_FIELD = "scheduling_flavors"
 FLAVOR_KEYS = ("name", "gpu_product", "node_labels", "tolerations")
-TOLERATION_KEYS = ("key", "operator", "value", "effect", "tolerationSeconds")
-TOLERATION_OPERATORS = ("Equal", "Exists")
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 GPU_RESOURCE = "nvidia.com/gpu"
 PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -84,60 +82,8 @@ def _label_value(field, value, what, example):
 
 # ---------------------------------------------------------------- flavors
 
-def _toleration(field, raw):
-    if not isinstance(raw, dict):
-        raise ParamError(field, "%r is not a toleration (a dictionary)" % (raw,),
-                         "give key, operator and effect, e.g. {key: nvidia.com/gpu, operator: Exists, "
-                         "effect: NoSchedule}")
-    _unknown_keys(field, raw, TOLERATION_KEYS, "{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}")
-    key, value, effect = raw.get("key"), raw.get("value"), raw.get("effect")
-    operator = raw.get("operator")
-    out = {}
-    if key is not None and key != "":
-        if not isinstance(key, str):
-            raise ParamError(field + ".key", "%r is not a taint key" % (key,), "quote it, e.g. nvidia.com/gpu")
-        validate.label_key(field + ".key", key)
-        out["key"] = key
-    if operator is not None:
-        if operator not in TOLERATION_OPERATORS:
-            raise ParamError(field + ".operator", "%r is not a toleration operator" % (operator,),
-                             "use Equal or Exists")
-        out["operator"] = operator
-    if "key" not in out and operator != "Exists":
-        raise ParamError(field, "has no key, so it must use operator Exists (tolerate every taint)",
-                         "give the taint key, or set operator: Exists")
-    if value is not None and value != "":
-        if operator == "Exists":
-            raise ParamError(field + ".value", "operator Exists matches any value, so a value is not allowed",
-                             "remove value, or use operator: Equal")
-        out["value"] = _label_value(field + ".value", value, "the taint value", "present")
-    if effect is not None and effect != "":
-        if effect not in TAINT_EFFECTS:
-            raise ParamError(field + ".effect", "%r is not a taint effect" % (effect,),
-                             "use one of %s, or omit it to match every effect" % ", ".join(TAINT_EFFECTS))
-        out["effect"] = effect
-    seconds = raw.get("tolerationSeconds")
-    if seconds is not None:
-        if isinstance(seconds, bool) or not isinstance(seconds, int):
-            raise ParamError(field + ".tolerationSeconds", "%r is not a whole number of seconds" % (seconds,),
-                             "give seconds, e.g. 300")
-        if out.get("effect") != "NoExecute":
-            raise ParamError(field + ".tolerationSeconds", "applies only to effect NoExecute",
-                             "remove tolerationSeconds, or set effect: NoExecute")
-        out["tolerationSeconds"] = seconds
-    return out
-
-
 def _tolerations(field, value):
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise ParamError(field, "must be a list of tolerations", "give a list, e.g. [{key: nvidia.com/gpu, "
-                         "operator: Exists, effect: NoSchedule}]")
-    if len(value) > MAX_TOLERATIONS:
-        raise ParamError(field, "has %d tolerations; a Kueue ResourceFlavor takes at most %d"
-                         % (len(value), MAX_TOLERATIONS), "merge them, e.g. one toleration per taint key")
-    return tuple(_toleration("%s[%d]" % (field, index), raw) for index, raw in enumerate(value))
+    return tuple(taints.tolerations(field, value, MAX_TOLERATIONS, "a Kueue ResourceFlavor"))
 
 
 def _flavor(raw, index):
