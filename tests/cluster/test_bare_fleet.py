@@ -131,6 +131,24 @@ def test_the_aks_pool_starts_bare(aks_cluster, tmp_path):
     assert aks.gpu_nodes()[0]["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "Standard_ND96isr_H100_v5"
 
 
+def test_a_gpu_pool_taint_nothing_tolerates_is_refused_before_any_write(aks_cluster, tmp_path):
+    """The pool carries AKS's recommended GPU taint: without its toleration the operands would show DESIRED 0 and the
+    smoke tests stay Pending. The first play names the pool, the taint and the fix, and the API server's audit log
+    shows that the run wrote nothing."""
+    aks = BareFleet(aks_cluster, tmp_path)
+    assert {json.dumps(t, sort_keys=True) for n in aks.gpu_nodes() for t in n["spec"].get("taints") or []} == {
+        json.dumps({"effect": "NoSchedule", "key": "sku", "value": "gpu"}, sort_keys=True)}
+    mark = aks_cluster.audit.mark()
+    refused = aks.run("-e", '{"gpu_platform_gpu_tolerations": []}', user=RUN_USER)
+    assert refused.rc != 0
+    message = refused.failure_messages()[-1]
+    assert message.startswith("gpu_platform_gpu_tolerations: GPU pool ndh100 (aks-ndh100-23456789-vmss000000, "
+                              "aks-ndh100-23456789-vmss000001) carries the taint sku=gpu:NoSchedule"), message
+    assert "Fix: add {key: sku, operator: Equal, value: gpu, effect: NoSchedule} to gpu_platform_gpu_tolerations" \
+        in message
+    assert aks_cluster.audit.writes(mark, user=RUN_USER) == []
+
+
 def test_site_converges_from_the_bare_pool_to_a_passing_rdma_proof(aks_cluster, tmp_path):
     aks = BareFleet(aks_cluster, tmp_path)
     first = aks.run()
@@ -144,6 +162,20 @@ def test_site_converges_from_the_bare_pool_to_a_passing_rdma_proof(aks_cluster, 
     assert "Smoke tests passed for gpu_operator, scheduling and network_operator" in aks.summary(first)
     policy = aks.get("nvidia.com/v1", "ClusterPolicy", "cluster-policy")
     assert policy["spec"]["driver"]["rdma"]["enabled"] is True  # the operator's driver loads peermem
+    # the pool's taint reached the operands through the charts' values, and the real controllers placed them: every
+    # GPU node runs the operator's driver and the NicClusterPolicy's pods; no controller runs on a GPU node
+    assert {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"} in \
+        policy["spec"]["daemonsets"]["tolerations"]
+    gpu_names = {n["metadata"]["name"] for n in aks.gpu_nodes()}
+    pods = aks.get("v1", "Pod")["items"]
+    on_gpu = {(p["metadata"]["namespace"], p["metadata"]["labels"].get("app") or p["metadata"]["name"])
+              for p in pods if p["spec"].get("nodeName") in gpu_names}
+    assert {node for node in gpu_names if ("gpu-operator", "nvidia-driver-daemonset") not in
+            {(p["metadata"]["namespace"], p["metadata"]["labels"].get("app")) for p in pods
+             if p["spec"].get("nodeName") == node}} == set()
+    controllers = [p["metadata"]["name"] for p in pods if p["spec"].get("nodeName") in gpu_names
+                   and p["metadata"]["namespace"] in ("volcano-system", "kueue-system")]
+    assert controllers == [], (controllers, sorted(on_gpu))
     second = aks.run()
     assert second.rc == 0, second.failure_messages()
     assert second.changed == 0, [task for task, res in second.tasks() if res.get("changed")]
