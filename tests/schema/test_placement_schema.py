@@ -61,5 +61,6 @@ def test_placement_starts_from_the_charts_own_defaults(chart, version):
 def test_every_path_placement_writes_is_the_pinned_charts(chart):
     values = _chart_values(chart, None)
     paths = [path for path, _default, _side in placement.CHART_LISTS[chart]] + [
-        path for path, _default in placement.CHART_SELECTORS[chart]]
+        path for path, _default in placement.CHART_SELECTORS[chart]] + (
+        [placement.CHART_AFFINITY[chart]] if chart in placement.CHART_AFFINITY else [])
     assert [".".join(p) for p in paths if _at(values, p) is MISSING] == []

@@ -78,6 +78,19 @@ def test_nothing_asked_sets_nothing_in_any_chart():
         chart: {} for chart in placement.CHART_LISTS}
 
 
+def test_kai_and_volcano_prefer_nodes_without_gpus_when_asked():
+    avoid = {"controllers_avoid_gpu_nodes": True}
+    assert placement.chart_values("kai-scheduler", avoid) == {"global": {"affinity": placement.AVOID_GPU_NODES}}
+    assert placement.chart_values("volcano", avoid) == {"custom": {"default_affinity": placement.AVOID_GPU_NODES}}
+    assert placement.chart_values("kueue", avoid) == {}  # its chart has no affinity value
+    term = placement.AVOID_GPU_NODES["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
+    assert [e["key"] for e in term["preference"]["matchExpressions"]] == [
+        "nvidia.com/gpu.present", "kubernetes.azure.com/accelerator"]
+    with pytest.raises(ParamError) as exc:
+        placement.settings({"controllers_avoid_gpu_nodes": "yes"})
+    assert exc.value.field == "gpu_platform_controllers_avoid_gpu_nodes"
+
+
 def test_the_charts_lists_keep_their_own_defaults_then_the_inventorys():
     values = placement.chart_values("gpu-operator", AKS)
     assert values["daemonsets"]["tolerations"] == [taints.GPU_TOLERATION, SKU]

@@ -71,13 +71,27 @@ CHART_SELECTORS = {
 }
 
 
+# chart -> the path of an affinity the chart gives all its controllers (Kueue's chart has none: its controller is
+# placed by the node selector and tolerations alone).
+CHART_AFFINITY = {"kai-scheduler": ("global", "affinity"), "volcano": ("custom", "default_affinity")}
+# The nodes a controller with a cluster-wide webhook should avoid: a GPU node is drained for a driver upgrade or a MIG
+# change, and a webhook with failurePolicy Fail whose only pod is evicted stops every pod creation it covers. A
+# preference, not a requirement: a cluster of GPU nodes only still runs its controllers.
+AVOID_GPU_NODES = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+    "weight": 100, "preference": {"matchExpressions": [
+        {"key": "nvidia.com/gpu.present", "operator": "NotIn", "values": ["true"]},
+        {"key": "kubernetes.azure.com/accelerator", "operator": "NotIn", "values": ["nvidia"]}]}}]}}
+AVOID_FIELD = "gpu_platform_controllers_avoid_gpu_nodes"
+
+
 def settings(raw):
     """The inventory's placement ({gpu_tolerations, controller_tolerations, controller_node_selector}), checked;
     each mistake names its variable."""
     raw = raw or {}
     return {GPU: taints.tolerations(taints.GPU_FIELD, raw.get("gpu_tolerations")),
             CONTROLLER: taints.tolerations(taints.CONTROLLER_FIELD, raw.get("controller_tolerations")),
-            "selector": validate.labels(taints.CONTROLLER_SELECTOR_FIELD, raw.get("controller_node_selector") or {})}
+            "selector": validate.labels(taints.CONTROLLER_SELECTOR_FIELD, raw.get("controller_node_selector") or {}),
+            "avoid": validate.boolean(AVOID_FIELD, raw.get("controllers_avoid_gpu_nodes", False))}
 
 
 def _put(out, path, value):
@@ -97,6 +111,8 @@ def chart_values(chart, raw):
     if placed["selector"]:
         for path, default in CHART_SELECTORS[chart]:
             _put(out, path, dict(copy.deepcopy(default or {}), **placed["selector"]))
+    if placed["avoid"] and chart in CHART_AFFINITY:
+        _put(out, CHART_AFFINITY[chart], copy.deepcopy(AVOID_GPU_NODES))
     return out
 
 
