@@ -28,8 +28,9 @@ Taints as providers hand the pools over: the AKS GPU pools carry the taint AKS r
 (``sku=gpu:NoSchedule``, ``az aks nodepool add --node-taints``), the bare-metal GPU hosts ``nvidia.com/gpu:NoSchedule``
 as DGX clusters commonly do; ``CLUSTER_SYSTEM_TAINT=1`` gives the system node AKS's ``CriticalAddonsOnly=true:NoSchedule``
 of a dedicated system pool. The ``mixed`` pools (the default) and the rest stay untainted, so both paths are proven.
-Every node carries KWOK's management annotation, so the real scheduler places pods on them and KWOK plays their kubelet: pods go Running/Ready, pods of Jobs (and bare ``restartPolicy: Never`` pods, as a smoke
-test's ``nvidia-smi`` pod) complete, and their logs come from files under ``<state>/pod-logs``.
+Every node carries KWOK's management annotation, so the real scheduler places pods on them and KWOK plays their
+kubelet: pods go Running/Ready, pods of Jobs (and bare ``restartPolicy: Never`` pods, as a smoke test's
+``nvidia-smi`` pod) complete, and their logs come from files under ``<state>/pod-logs``.
 """
 
 import json

@@ -41,8 +41,8 @@ def aks_fleet(system_taints=None, gpu_taints=None):
     ({"key": "sku", "operator": "Exists", "effect": "NoExecute"}, {"key": "sku", "value": "gpu",
                                                                    "effect": "NoSchedule"}, False),
     ({"operator": "Exists"}, {"key": "anything", "value": "x", "effect": "NoExecute"}, True),
-    ({"key": "nvidia.com/gpu", "operator": "Exists"}, {"key": "nvidia.com/gpu", "value": "present",
-                                                        "effect": "NoSchedule"}, True),
+    ({"key": "nvidia.com/gpu", "operator": "Exists"},
+     {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}, True),
 ])
 def test_a_toleration_tolerates_as_kubernetes_decides(item, taint, expected):
     assert taints.tolerates(item, taint) is expected
