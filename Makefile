@@ -195,7 +195,7 @@ molecule-kind: setup
 # either lane fails the run after both have ended. molecule-cluster is not in it: its converge, idempotence and check
 # are the ones pytest-cluster runs on the same inventory, and pytest-cluster runs its verify.yml too.
 TEST_STEPS := setup shared-check system-deps cluster-build flux-build operators-build previous-release-build
-TEST_STEPS_BESIDE := lint sanity pytest-fast gitops-test gitops-test-aks demo demo-fresh-clone checkov package \
+TEST_STEPS_BESIDE := lint sanity pytest-fast gitops-test gitops-test-aks upgrade-test demo demo-fresh-clone checkov package \
 	ee-introspect ee-requirements requirement-floors
 TEST_LANE := pytest-cluster molecule-hosts
 TIMED = t0=$$(date +%s); rc=0; $(MAKE) --no-print-directory $$step || rc=$$?; \
