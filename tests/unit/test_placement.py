@@ -137,8 +137,18 @@ def test_preflight_names_the_gpu_pool_whose_taint_nothing_tolerates():
     assert lines == ["gpu_platform_gpu_tolerations: GPU pool ndh100 (aks-ndh100-0, aks-ndh100-1) carries the taint "
                      "sku=gpu:NoSchedule, which the platform's pods on GPU nodes do not tolerate (its operands would "
                      "show DESIRED 0 and the smoke tests stay Pending). Fix: add {key: sku, operator: Equal, value: "
-                     "gpu, effect: NoSchedule} to gpu_platform_gpu_tolerations, or remove the taint"]
+                     "gpu, effect: NoSchedule} to gpu_platform_gpu_tolerations, or remove the taint (or list its key in "
+                     "gpu_platform_keep_off_taints when it is there to keep the platform's pods off)"]
     assert placement.taint_verdict(fleet, {"gpu_tolerations": [SKU]}) == []
+    # a taint that is there to keep the platform off (KWOK's fake nodes) is not refused, nor tolerated
+    kwok = [node("cpu"), node("fake-gpu", {}, [{"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}],
+                             gpus=8)]
+    assert placement.taint_verdict(kwok, {}) != []
+    assert placement.taint_verdict(kwok, {"keep_off_taints": ["kwok.x-k8s.io/node"]}) == []
+    assert placement.chart_values("gpu-operator", {"keep_off_taints": ["kwok.x-k8s.io/node"]}) == {}
+    with pytest.raises(ParamError) as exc:
+        placement.settings({"keep_off_taints": [3]})
+    assert exc.value.field == "gpu_platform_keep_off_taints[0]"
     # nvidia.com/gpu's taint (DGX clusters) is always tolerated
     dgx = [node("cpu-01"), node("dgx-01", {}, [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
                                 gpus=8)]

@@ -38,6 +38,7 @@ GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSc
 GPU_FIELD = "gpu_platform_gpu_tolerations"
 CONTROLLER_FIELD = "gpu_platform_controller_tolerations"
 CONTROLLER_SELECTOR_FIELD = "gpu_platform_controller_node_selector"
+KEEP_OFF_FIELD = "gpu_platform_keep_off_taints"
 
 
 def toleration(field, raw):
@@ -158,14 +159,15 @@ def _matches(node, selector):
     return all(labels.get(k) == str(v) for k, v in (selector or {}).items())
 
 
-def check(nodes, gpu_node_names, gpu_extra, controller_extra, controller_selector):
+def check(nodes, gpu_node_names, gpu_extra, controller_extra, controller_selector, keep_off=()):
     """The preflight's lines on the nodes' taints (empty: nothing to refuse).
 
     ``gpu_node_names``: the nodes the platform counts as GPU nodes. Each GPU pool with a NoSchedule or NoExecute taint
     that the GPU pods' tolerations (``gpu_pod_tolerations(gpu_extra)``) do not tolerate is named with that taint and
     the toleration that fixes it. When no node outside the GPU pools matches ``controller_selector`` and takes the
-    controllers (``controller_extra``), every such pool is named with the taints in the way."""
-    gpu_items = gpu_pod_tolerations(gpu_extra)
+    controllers (``controller_extra``), every such pool is named with the taints in the way. A taint whose key is in
+    ``keep_off`` is meant to keep the platform's pods off its nodes, and is not refused."""
+    gpu_items = gpu_pod_tolerations(gpu_extra) + [{"key": key, "operator": "Exists"} for key in keep_off]
     lines, pools = [], {}
     for node in sorted(nodes or [], key=lambda n: (n.get("metadata") or {}).get("name") or ""):
         if (node.get("metadata") or {}).get("name") in gpu_node_names:
@@ -174,9 +176,10 @@ def check(nodes, gpu_node_names, gpu_extra, controller_extra, controller_selecto
     for (pool, shown), (taint, names) in sorted(pools.items()):
         lines.append("%s: GPU pool %s (%s) carries the taint %s, which the platform's pods on GPU nodes do not "
                      "tolerate (its operands would show DESIRED 0 and the smoke tests stay Pending). Fix: add %s to "
-                     "%s, or remove the taint" % (GPU_FIELD, pool, ", ".join(names[:3]) +
+                     "%s, or remove the taint (or list its key in %s when it is there to keep the platform's pods "
+                     "off)" % (GPU_FIELD, pool, ", ".join(names[:3]) +
                                                   (" and %d more" % (len(names) - 3) if len(names) > 3 else ""),
-                                                  shown, fix_for(taint), GPU_FIELD))
+                                                  shown, fix_for(taint), GPU_FIELD, KEEP_OFF_FIELD))
     others = [n for n in nodes or [] if (n.get("metadata") or {}).get("name") not in gpu_node_names
               and not (n.get("spec") or {}).get("unschedulable")]
     if others and not any(_matches(n, controller_selector) and not blocking((n.get("spec") or {}).get("taints"),

@@ -20,6 +20,7 @@ import copy
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import validate
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import taints
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import support
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 
 GPU, CONTROLLER = "gpu", "controller"
 _CP_EQUAL = {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"}
@@ -91,7 +92,22 @@ def settings(raw):
     return {GPU: taints.tolerations(taints.GPU_FIELD, raw.get("gpu_tolerations")),
             CONTROLLER: taints.tolerations(taints.CONTROLLER_FIELD, raw.get("controller_tolerations")),
             "selector": validate.labels(taints.CONTROLLER_SELECTOR_FIELD, raw.get("controller_node_selector") or {}),
-            "avoid": validate.boolean(AVOID_FIELD, raw.get("controllers_avoid_gpu_nodes", False))}
+            "avoid": validate.boolean(AVOID_FIELD, raw.get("controllers_avoid_gpu_nodes", False)),
+            "keep_off": _keys(taints.KEEP_OFF_FIELD, raw.get("keep_off_taints"))}
+
+
+def _keys(field, value):
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ParamError(field, "must be a list of taint keys", "give a list, e.g. [kwok.x-k8s.io/node]")
+    out = []
+    for index, key in enumerate(value):
+        if not isinstance(key, str) or not key:
+            raise ParamError("%s[%d]" % (field, index), "%r is not a taint key" % (key,), "quote it, e.g. sku")
+        validate.label_key("%s[%d]" % (field, index), key)
+        out.append(key)
+    return out
 
 
 def _put(out, path, value):
@@ -133,7 +149,8 @@ def gpu_node_names(nodes):
 def taint_verdict(nodes, raw):
     """Preflight's lines on the nodes' taints against the inventory's placement (``settings``); [] when none stops."""
     placed = settings(raw)
-    return taints.check(nodes or [], gpu_node_names(nodes), placed[GPU], placed[CONTROLLER], placed["selector"])
+    return taints.check(nodes or [], gpu_node_names(nodes), placed[GPU], placed[CONTROLLER], placed["selector"],
+                        placed["keep_off"])
 
 
 def gpu_pod_tolerations(raw):
