@@ -141,8 +141,8 @@ def test_preflight_names_the_gpu_pool_whose_taint_nothing_tolerates():
                      "gpu_platform_keep_off_taints when it is there to keep the platform's pods off)"]
     assert placement.taint_verdict(fleet, {"gpu_tolerations": [SKU]}) == []
     # a taint that is there to keep the platform off (KWOK's fake nodes) is not refused, nor tolerated
-    kwok = [node("cpu"), node("fake-gpu", {}, [{"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}],
-                             gpus=8)]
+    fake = [{"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}]
+    kwok = [node("cpu"), node("fake-gpu", {}, fake, gpus=8)]
     assert placement.taint_verdict(kwok, {}) != []
     assert placement.taint_verdict(kwok, {"keep_off_taints": ["kwok.x-k8s.io/node"]}) == []
     assert placement.chart_values("gpu-operator", {"keep_off_taints": ["kwok.x-k8s.io/node"]}) == {}

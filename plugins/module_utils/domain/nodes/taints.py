@@ -174,12 +174,11 @@ def check(nodes, gpu_node_names, gpu_extra, controller_extra, controller_selecto
             for taint in blocking((node.get("spec") or {}).get("taints"), gpu_items):
                 pools.setdefault((_pool(node), show(taint)), (taint, []))[1].append(node["metadata"]["name"])
     for (pool, shown), (taint, names) in sorted(pools.items()):
+        listed = ", ".join(names[:3]) + (" and %d more" % (len(names) - 3) if len(names) > 3 else "")
         lines.append("%s: GPU pool %s (%s) carries the taint %s, which the platform's pods on GPU nodes do not "
                      "tolerate (its operands would show DESIRED 0 and the smoke tests stay Pending). Fix: add %s to "
                      "%s, or remove the taint (or list its key in %s when it is there to keep the platform's pods "
-                     "off)" % (GPU_FIELD, pool, ", ".join(names[:3]) +
-                                                  (" and %d more" % (len(names) - 3) if len(names) > 3 else ""),
-                                                  shown, fix_for(taint), GPU_FIELD, KEEP_OFF_FIELD))
+                     "off)" % (GPU_FIELD, pool, listed, shown, fix_for(taint), GPU_FIELD, KEEP_OFF_FIELD))
     others = [n for n in nodes or [] if (n.get("metadata") or {}).get("name") not in gpu_node_names
               and not (n.get("spec") or {}).get("unschedulable")]
     if others and not any(_matches(n, controller_selector) and not blocking((n.get("spec") or {}).get("taints"),
