@@ -70,6 +70,7 @@ import re
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import (
     images, objects, validate, version_parse)
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.helm.helm_pinned_release import deep_merge
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import taints
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import placement
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.platform import versions
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
@@ -368,7 +369,7 @@ def example_claim(namespace, name="gpu-claim", image="nvcr.io/nvidia/cuda:12.9.1
         "spec": objects.restricted({
             "restartPolicy": "Never",
             "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": name}],
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "tolerations": [dict(taints.GPU_TOLERATION)],
             "containers": [{"name": "nvidia-smi", "image": image, "command": ["nvidia-smi"],
                             "resources": {"claims": [{"name": "gpu"}]}}],
         }),

@@ -9,8 +9,9 @@ Private to the collection: not a public API. Pure: standard library only.
 
 Helm replaces a list value whole, so a chart's default tolerations would be lost when the inventory adds one: each
 list below starts from the chart's own default at the pinned release (``CHART_LISTS``; tests/schema checks that it
-holds every entry of the values.yaml of each release a pair or pin installs), then the inventory's entries. With no tolerations and no selector in the inventory
-nothing is set, and each chart keeps its defaults.
+holds every entry of the values.yaml of each release a pair or pin installs), then the inventory's entries. With no
+tolerations and no selector in the inventory no list or selector is set, and each chart keeps its defaults; KAI's
+and Volcano's controllers get a preferred affinity away from GPU nodes while ``controllers_avoid_gpu_nodes`` is on.
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ AVOID_FIELD = "gpu_platform_controllers_avoid_gpu_nodes"
 
 
 def settings(raw):
-    """The inventory's placement ({gpu_tolerations, controller_tolerations, controller_node_selector}), checked;
+    """The inventory's placement (gpu_platform_placement: gpu_tolerations, controller_tolerations,
+    controller_node_selector, controllers_avoid_gpu_nodes, keep_off_taints), checked;
     each mistake names its variable."""
     raw = raw or {}
     return {GPU: taints.tolerations(taints.GPU_FIELD, raw.get("gpu_tolerations")),
@@ -151,8 +153,3 @@ def taint_verdict(nodes, raw):
     placed = settings(raw)
     return taints.check(nodes or [], gpu_node_names(nodes), placed[GPU], placed[CONTROLLER], placed["selector"],
                         placed["keep_off"])
-
-
-def gpu_pod_tolerations(raw):
-    """The tolerations of a pod the platform runs on GPU nodes (a smoke or NCCL pod, the NicClusterPolicy's pods)."""
-    return taints.gpu_pod_tolerations(settings(raw)[GPU])

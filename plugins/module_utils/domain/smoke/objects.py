@@ -59,6 +59,7 @@ import re
 
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.operators import dra_driver as dra
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core import objects, validate
+from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.nodes import taints
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.errors import ParamError
 from ansible_collections.gpu_platform.cluster.plugins.module_utils.domain.core.names import MANAGED_BY
 
@@ -68,7 +69,7 @@ TASK_LABEL = "gpu-platform.io/smoke-task"
 CUDA, DRA, GANG, NCCL = "cuda", "dra", "gang", "nccl"
 
 GPU_RESOURCE = "nvidia.com/gpu"
-GPU_TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+GPU_TOLERATION = taints.GPU_TOLERATION
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 DEFAULT_RDMA_RESOURCE = {"rdma/shared_ib": 1}
 
