@@ -179,6 +179,11 @@ def test_site_converges_from_the_bare_pool_to_a_passing_rdma_proof(aks_cluster, 
     second = aks.run()
     assert second.rc == 0, second.failure_messages()
     assert second.changed == 0, [task for task, res in second.tasks() if res.get("changed")]
+    # check and diff mode on the converged, tainted pool: nothing to change, and the API server records no write
+    mark = aks_cluster.audit.mark()
+    checked = aks.run("--check", "--diff", user=RUN_USER)
+    assert checked.rc == 0 and checked.changed == 0, checked.failure_messages() or checked.changed_tasks()
+    assert aks_cluster.audit.writes(mark, user=RUN_USER) == []
 
 
 def test_a_layout_the_mig_config_map_lacks_fails_naming_the_node(aks_cluster, tmp_path):
